@@ -1,0 +1,3 @@
+module github.com/tierlog/tierlog
+
+go 1.26.8

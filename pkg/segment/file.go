@@ -1,0 +1,84 @@
+package segment
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// File is the part of *os.File a segment uses. Tests swap in files that fail
+// on demand (see FS).
+type File interface {
+	io.ReaderAt
+	io.WriterAt
+	io.Closer
+	Sync() error
+	Truncate(size int64) error
+	Stat() (os.FileInfo, error)
+}
+
+// FS opens segment files. OSFS is the real one; tests inject faults.
+type FS interface {
+	OpenFile(name string, flag int, perm os.FileMode) (File, error)
+}
+
+// OSFS is the operating system's file system.
+type OSFS struct{}
+
+// OpenFile opens a file with os.OpenFile.
+func (OSFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+	return os.OpenFile(name, flag, perm)
+}
+
+// Kind names one of a segment's three files.
+type Kind string
+
+// The three files of a segment.
+const (
+	KindLog       Kind = ".log"
+	KindIndex     Kind = ".index"
+	KindTimeIndex Kind = ".timeindex"
+)
+
+// ID names a segment: its base offset and the epoch of the writer that
+// created it.
+type ID struct {
+	Base  int64
+	Epoch uint64
+}
+
+// Name is the file name of kind k of segment id: %020d-%016x plus extension.
+// Names sort by base offset.
+func (id ID) Name(k Kind) string {
+	return fmt.Sprintf("%020d-%016x%s", id.Base, id.Epoch, k)
+}
+
+// Path joins dir and the name of kind k.
+func (id ID) Path(dir string, k Kind) string { return filepath.Join(dir, id.Name(k)) }
+
+func (id ID) String() string { return fmt.Sprintf("%020d-%016x", id.Base, id.Epoch) }
+
+// ParseName parses a segment file name. It reports false for any name that
+// is not exactly one of ours.
+func ParseName(name string) (ID, Kind, bool) {
+	var k Kind
+	for _, c := range []Kind{KindLog, KindIndex, KindTimeIndex} {
+		if strings.HasSuffix(name, string(c)) {
+			k = c
+			name = strings.TrimSuffix(name, string(c))
+			break
+		}
+	}
+	if k == "" || len(name) != 20+1+16 || name[20] != '-' {
+		return ID{}, "", false
+	}
+	base, err1 := strconv.ParseInt(name[:20], 10, 64)
+	epoch, err2 := strconv.ParseUint(name[21:], 16, 64)
+	if err1 != nil || err2 != nil || base < 0 {
+		return ID{}, "", false
+	}
+	return ID{Base: base, Epoch: epoch}, k, true
+}

@@ -1,0 +1,206 @@
+package segment
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+)
+
+// Wire constants. Never change them: files written today must read tomorrow.
+const (
+	// RecordHeaderSize is the fixed size of a record header.
+	RecordHeaderSize = 28
+	// FileHeaderSize is the size of the header at the start of every .log file.
+	FileHeaderSize = 32
+	// Version is the .log format version written in the file header.
+	Version = 1
+	// MaxBodySize bounds key+value of one record. The API caps a record at
+	// 1 MiB; the decoder refuses anything larger than this before allocating.
+	MaxBodySize = 8 << 20
+
+	fileMagic = "TLSG"
+
+	keyAbsent = 1 << 31
+	valueNull = 1 << 30
+	keyLenMax = 1<<30 - 1
+)
+
+var (
+	// ErrCorrupt means bytes that should hold a record or header do not: a
+	// checksum mismatch, an impossible length or a broken offset sequence.
+	ErrCorrupt = errors.New("segment: corrupt")
+	// ErrTruncated means the bytes end inside a record: a torn tail.
+	ErrTruncated = errors.New("segment: truncated")
+	// ErrTooLarge means a record's key and value exceed MaxBodySize.
+	ErrTooLarge = errors.New("segment: record too large")
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Record is one log entry. A nil Key means the record has no key; a nil
+// Value is a tombstone. Empty non-nil slices are kept as empty.
+type Record struct {
+	Offset    int64
+	Timestamp int64
+	Key       []byte
+	Value     []byte
+}
+
+// EncodedSize is the number of bytes r takes in a .log file.
+func EncodedSize(r *Record) int {
+	return RecordHeaderSize + len(r.Key) + len(r.Value)
+}
+
+// AppendRecord appends the encoding of r to dst and returns the extended
+// slice. Layout (little-endian, see the package doc):
+//
+//	| offset 8 | size 4 | crc 4 | timestamp 8 | keyinfo 4 | key | value |
+func AppendRecord(dst []byte, r *Record) ([]byte, error) {
+	body := len(r.Key) + len(r.Value)
+	if body > MaxBodySize || len(r.Key) > keyLenMax {
+		return dst, fmt.Errorf("%w: %d bytes at offset %d", ErrTooLarge, body, r.Offset)
+	}
+	keyinfo := uint32(len(r.Key))
+	if r.Key == nil {
+		keyinfo |= keyAbsent
+	}
+	if r.Value == nil {
+		keyinfo |= valueNull
+	}
+	start := len(dst)
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(r.Offset))
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(body))
+	dst = binary.LittleEndian.AppendUint32(dst, 0) // crc, filled below
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(r.Timestamp))
+	dst = binary.LittleEndian.AppendUint32(dst, keyinfo)
+	dst = append(dst, r.Key...)
+	dst = append(dst, r.Value...)
+	crc := crc32.Checksum(dst[start+16:], castagnoli)
+	binary.LittleEndian.PutUint32(dst[start+12:], crc)
+	return dst, nil
+}
+
+// RecordHeader is the decoded fixed part of a record.
+type RecordHeader struct {
+	Offset    int64
+	Size      uint32 // body length
+	CRC       uint32
+	Timestamp int64
+	KeyInfo   uint32
+}
+
+// Len is the total encoded length of the record the header starts.
+func (h RecordHeader) Len() int { return RecordHeaderSize + int(h.Size) }
+
+// DecodeRecordHeader decodes the 28-byte header at the start of b and checks
+// its lengths for consistency. It does not check the CRC.
+func DecodeRecordHeader(b []byte) (RecordHeader, error) {
+	if len(b) < RecordHeaderSize {
+		return RecordHeader{}, fmt.Errorf("%w: %d header bytes of %d", ErrTruncated, len(b), RecordHeaderSize)
+	}
+	h := RecordHeader{
+		Offset:    int64(binary.LittleEndian.Uint64(b[0:])),
+		Size:      binary.LittleEndian.Uint32(b[8:]),
+		CRC:       binary.LittleEndian.Uint32(b[12:]),
+		Timestamp: int64(binary.LittleEndian.Uint64(b[16:])),
+		KeyInfo:   binary.LittleEndian.Uint32(b[24:]),
+	}
+	keyLen := h.KeyInfo & keyLenMax
+	switch {
+	case h.Size > MaxBodySize:
+		return h, fmt.Errorf("%w: body size %d over %d", ErrCorrupt, h.Size, MaxBodySize)
+	case keyLen > h.Size:
+		return h, fmt.Errorf("%w: key length %d over body size %d", ErrCorrupt, keyLen, h.Size)
+	case h.KeyInfo&keyAbsent != 0 && keyLen != 0:
+		return h, fmt.Errorf("%w: absent key with length %d", ErrCorrupt, keyLen)
+	case h.KeyInfo&valueNull != 0 && keyLen != h.Size:
+		return h, fmt.Errorf("%w: null value with %d value bytes", ErrCorrupt, h.Size-keyLen)
+	case h.Offset < 0:
+		return h, fmt.Errorf("%w: negative offset %d", ErrCorrupt, h.Offset)
+	}
+	return h, nil
+}
+
+// DecodeRecord decodes the record at the start of b. Key and Value alias b.
+// It returns the record, its encoded length, and ErrTruncated if b ends
+// inside the record or ErrCorrupt if the record is damaged.
+func DecodeRecord(b []byte) (Record, int, error) {
+	h, err := DecodeRecordHeader(b)
+	if err != nil {
+		return Record{}, 0, err
+	}
+	n := h.Len()
+	if len(b) < n {
+		return Record{}, 0, fmt.Errorf("%w: record at offset %d needs %d bytes, have %d", ErrTruncated, h.Offset, n, len(b))
+	}
+	if crc := crc32.Checksum(b[16:n], castagnoli); crc != h.CRC {
+		return Record{}, 0, fmt.Errorf("%w: crc %08x want %08x at offset %d", ErrCorrupt, crc, h.CRC, h.Offset)
+	}
+	keyLen := int(h.KeyInfo & keyLenMax)
+	r := Record{Offset: h.Offset, Timestamp: h.Timestamp}
+	if h.KeyInfo&keyAbsent == 0 {
+		r.Key = b[RecordHeaderSize : RecordHeaderSize+keyLen : RecordHeaderSize+keyLen]
+	}
+	if h.KeyInfo&valueNull == 0 {
+		r.Value = b[RecordHeaderSize+keyLen : n : n]
+	}
+	return r, n, nil
+}
+
+// FileHeader is the decoded header at the start of a .log file.
+type FileHeader struct {
+	Version    uint16
+	BaseOffset int64
+	Epoch      uint64
+}
+
+// AppendFileHeader appends the 32-byte .log file header to dst.
+//
+//	| magic 4 | version 2 | reserved 6 | base offset 8 | epoch 8 | crc 4 |
+func AppendFileHeader(dst []byte, h FileHeader) []byte {
+	start := len(dst)
+	dst = append(dst, fileMagic...)
+	dst = binary.LittleEndian.AppendUint16(dst, Version)
+	dst = append(dst, 0, 0, 0, 0, 0, 0)
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(h.BaseOffset))
+	dst = binary.LittleEndian.AppendUint64(dst, h.Epoch)
+	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
+}
+
+// DecodeFileHeader decodes and checks a .log file header.
+func DecodeFileHeader(b []byte) (FileHeader, error) {
+	if len(b) < FileHeaderSize {
+		return FileHeader{}, fmt.Errorf("%w: file header is %d bytes of %d", ErrTruncated, len(b), FileHeaderSize)
+	}
+	b = b[:FileHeaderSize]
+	if string(b[:4]) != fileMagic {
+		return FileHeader{}, fmt.Errorf("%w: bad magic %q", ErrCorrupt, b[:4])
+	}
+	if crc := crc32.Checksum(b[:28], castagnoli); crc != binary.LittleEndian.Uint32(b[28:]) {
+		return FileHeader{}, fmt.Errorf("%w: file header crc %08x want %08x", ErrCorrupt, crc, binary.LittleEndian.Uint32(b[28:]))
+	}
+	h := FileHeader{
+		Version:    binary.LittleEndian.Uint16(b[4:]),
+		BaseOffset: int64(binary.LittleEndian.Uint64(b[12:])),
+		Epoch:      binary.LittleEndian.Uint64(b[20:]),
+	}
+	if h.Version != Version {
+		return h, fmt.Errorf("%w: unknown version %d", ErrCorrupt, h.Version)
+	}
+	return h, nil
+}
+
+// ReadFileHeader reads and checks the file header through r.
+func ReadFileHeader(r io.ReaderAt) (FileHeader, error) {
+	var b [FileHeaderSize]byte
+	n, err := r.ReadAt(b[:], 0)
+	if n < FileHeaderSize {
+		if err == nil || errors.Is(err, io.EOF) {
+			return FileHeader{}, fmt.Errorf("%w: file header is %d bytes of %d", ErrTruncated, n, FileHeaderSize)
+		}
+		return FileHeader{}, fmt.Errorf("segment: read file header: %w", err)
+	}
+	return DecodeFileHeader(b[:])
+}

@@ -1,0 +1,163 @@
+package segment
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/tierlog/tierlog/pkg/index"
+)
+
+// Unknown is the committed length to pass to Recover when none is known: it
+// then keeps the longest valid prefix and truncates the torn tail.
+const Unknown = -1
+
+// Recover brings segment id in dir to a consistent state and returns it.
+//
+// With committed >= 0 it trusts the caller's committed length: it checks the
+// records from the last usable index entry up to committed (CRC, dense
+// offsets, a record boundary exactly at committed), completes the indexes,
+// and truncates the three files to the committed state, dropping the bytes
+// of aborted attempts past it. It never truncates below committed: a file
+// shorter than committed, or a bad record below it, is ErrCorrupt and
+// nothing is changed.
+//
+// With committed == Unknown it scans the whole .log, keeps the longest
+// valid prefix, truncates the rest (a torn tail) and rebuilds the indexes.
+func Recover(dir string, id ID, committed int64, opts Options) (State, error) {
+	opts = opts.withDefaults()
+	log, err := opts.FS.OpenFile(id.Path(dir, KindLog), os.O_RDWR, 0)
+	if err != nil {
+		return State{}, fmt.Errorf("segment: recover %s: %w", id, err)
+	}
+	defer log.Close()
+	hdr, err := ReadFileHeader(log)
+	if err != nil {
+		if committed < 0 && errors.Is(err, ErrTruncated) {
+			// Created but the header never became durable: an empty segment.
+			return recoverEmpty(log, id, opts)
+		}
+		return State{}, wrapID(id, err)
+	}
+	if hdr.BaseOffset != id.Base || hdr.Epoch != id.Epoch {
+		return State{}, fmt.Errorf("%w: %s has header for base %d epoch %d", ErrCorrupt, id, hdr.BaseOffset, hdr.Epoch)
+	}
+	fi, err := log.Stat()
+	if err != nil {
+		return State{}, fmt.Errorf("segment: recover %s: %w", id, err)
+	}
+	size := fi.Size()
+	if committed >= 0 && size < committed {
+		return State{}, fmt.Errorf("%w: %s is %d bytes, committed %d", ErrCorrupt, id, size, committed)
+	}
+	if committed >= 0 && committed < FileHeaderSize {
+		return State{}, fmt.Errorf("segment: recover %s: committed length %d below header size", id, committed)
+	}
+
+	limit := committed
+	var offs index.Offsets
+	var times index.Times
+	if committed >= 0 {
+		offs, times = readIndexes(opts.FS, dir, id)
+		offs = sanitize(offs, committed)
+		times = matchTimes(times, offs)
+		// The last entry is where the scan starts; make sure it is real.
+		for len(offs) > 0 && !entryValid(log, id, offs[len(offs)-1], committed) {
+			offs, times = offs[:len(offs)-1], times[:min(len(times), len(offs)-1)]
+		}
+	} else {
+		limit = size
+	}
+
+	start, want := int64(FileHeaderSize), id.Base
+	if len(offs) > 0 {
+		e := offs[len(offs)-1]
+		start, want = int64(e.Pos), id.Base+int64(e.Rel)
+	}
+	st := State{Size: start, NextOffset: want, LastTS: -1}
+	if len(times) > 0 {
+		st.LastTS = times[len(times)-1].Timestamp
+	}
+	// Rebuild index entries past the last kept one with the writer's rule.
+	var ibuf, tbuf []byte
+	interval := int64(opts.IndexIntervalBytes)
+	since := int64(0) // the record at start is indexed (or first): no entry for it
+	end, next, scanErr := scan(log, start, limit, want, func(r *Record, pos int64) error {
+		if r.Timestamp < st.LastTS {
+			return fmt.Errorf("%w: timestamp %d before %d at offset %d", ErrCorrupt, r.Timestamp, st.LastTS, r.Offset)
+		}
+		if since >= interval {
+			rel := uint32(r.Offset - id.Base)
+			ibuf = index.AppendOffset(ibuf, index.OffsetEntry{Rel: rel, Pos: uint32(pos)})
+			tbuf = index.AppendTime(tbuf, index.TimeEntry{Timestamp: r.Timestamp, Rel: rel})
+			since = 0
+		}
+		since += int64(EncodedSize(r))
+		st.LastTS = r.Timestamp
+		return nil
+	})
+	if scanErr != nil {
+		if committed >= 0 {
+			return State{}, fmt.Errorf("%w: below committed length %d: %w", ErrCorrupt, committed, wrapID(id, scanErr))
+		}
+		if !errors.Is(scanErr, ErrTruncated) && !errors.Is(scanErr, ErrCorrupt) {
+			return State{}, wrapID(id, scanErr)
+		}
+		// Torn or damaged tail with no committed length: keep the prefix.
+	}
+	st.Size, st.NextOffset = end, next
+
+	if err := log.Truncate(st.Size); err != nil {
+		return State{}, fmt.Errorf("segment: truncate %s to %d: %w", id.Name(KindLog), st.Size, err)
+	}
+	if err := rewriteIndex(opts.FS, id.Path(dir, KindIndex), len(offs)*index.OffsetEntrySize, ibuf); err != nil {
+		return State{}, err
+	}
+	if err := rewriteIndex(opts.FS, id.Path(dir, KindTimeIndex), len(times)*index.TimeEntrySize, tbuf); err != nil {
+		return State{}, err
+	}
+	return st, nil
+}
+
+// entryValid reports whether index entry e points at the record it names.
+func entryValid(log File, id ID, e index.OffsetEntry, limit int64) bool {
+	var b [RecordHeaderSize]byte
+	if int64(e.Pos)+RecordHeaderSize > limit {
+		return false
+	}
+	if _, err := log.ReadAt(b[:], int64(e.Pos)); err != nil {
+		return false
+	}
+	h, err := DecodeRecordHeader(b[:])
+	return err == nil && h.Offset == id.Base+int64(e.Rel)
+}
+
+// rewriteIndex truncates an index file to keep bytes and appends add,
+// creating the file if it is missing.
+func rewriteIndex(fsys FS, path string, keep int, add []byte) error {
+	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("segment: open %s: %w", path, err)
+	}
+	defer f.Close()
+	if err := f.Truncate(int64(keep)); err != nil {
+		return fmt.Errorf("segment: truncate %s: %w", path, err)
+	}
+	if len(add) > 0 {
+		if err := writeFull(f, add, int64(keep)); err != nil {
+			return fmt.Errorf("segment: write %s: %w", path, err)
+		}
+	}
+	return nil
+}
+
+func recoverEmpty(log File, id ID, opts Options) (State, error) {
+	hdr := AppendFileHeader(nil, FileHeader{Version: Version, BaseOffset: id.Base, Epoch: id.Epoch})
+	if err := log.Truncate(0); err != nil {
+		return State{}, fmt.Errorf("segment: truncate %s: %w", id, err)
+	}
+	if err := writeFull(log, hdr, 0); err != nil {
+		return State{}, fmt.Errorf("segment: write header of %s: %w", id, err)
+	}
+	return State{Size: FileHeaderSize, NextOffset: id.Base, LastTS: -1}, nil
+}

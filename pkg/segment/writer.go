@@ -1,0 +1,262 @@
+package segment
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/tierlog/tierlog/pkg/index"
+)
+
+// ErrClosed is returned by a Writer after Close, and wraps the first error
+// that broke it (a failed write or fsync leaves the files in a state only
+// Recover can judge, so the Writer refuses further use).
+var ErrClosed = errors.New("segment: writer closed")
+
+// Options tune a Writer. The zero value is usable.
+type Options struct {
+	// IndexIntervalBytes is the spacing of sparse index entries.
+	// Zero means index.DefaultIntervalBytes.
+	IndexIntervalBytes int
+	// FS opens files. Nil means OSFS.
+	FS FS
+}
+
+func (o Options) withDefaults() Options {
+	if o.IndexIntervalBytes <= 0 {
+		o.IndexIntervalBytes = index.DefaultIntervalBytes
+	}
+	if o.FS == nil {
+		o.FS = OSFS{}
+	}
+	return o
+}
+
+// Writer appends batches to one segment's files at explicit positions.
+// It is not safe for concurrent use.
+type Writer struct {
+	id   ID
+	dir  string
+	opts Options
+
+	log, idx, tidx File
+
+	size     int64 // bytes of .log written (header included)
+	next     int64 // offset of the next record
+	lastTS   int64 // timestamp of the last record, or -1
+	idxSize  int64
+	tidxSize int64
+	since    int64 // record bytes since the last index entry
+	entries  int   // offset index entries written
+
+	buf, ibuf, tbuf []byte
+	err             error // sticky: set by the first failed write or sync
+}
+
+// Create makes a new segment: it creates the three files (failing if any
+// exists: a name is used by one writer only) and writes the .log header. The
+// header becomes durable with the first Sync.
+func Create(dir string, id ID, opts Options) (*Writer, error) {
+	opts = opts.withDefaults()
+	w := &Writer{id: id, dir: dir, opts: opts, next: id.Base, lastTS: -1}
+	var err error
+	flag := os.O_RDWR | os.O_CREATE | os.O_EXCL
+	if w.log, err = opts.FS.OpenFile(id.Path(dir, KindLog), flag, 0o644); err != nil {
+		return nil, fmt.Errorf("segment: create %s: %w", id.Name(KindLog), err)
+	}
+	if w.idx, err = opts.FS.OpenFile(id.Path(dir, KindIndex), flag, 0o644); err != nil {
+		w.closeFiles()
+		return nil, fmt.Errorf("segment: create %s: %w", id.Name(KindIndex), err)
+	}
+	if w.tidx, err = opts.FS.OpenFile(id.Path(dir, KindTimeIndex), flag, 0o644); err != nil {
+		w.closeFiles()
+		return nil, fmt.Errorf("segment: create %s: %w", id.Name(KindTimeIndex), err)
+	}
+	hdr := AppendFileHeader(nil, FileHeader{Version: Version, BaseOffset: id.Base, Epoch: id.Epoch})
+	if _, err := w.log.WriteAt(hdr, 0); err != nil {
+		w.closeFiles()
+		return nil, fmt.Errorf("segment: write header of %s: %w", id, err)
+	}
+	w.size = FileHeaderSize
+	return w, nil
+}
+
+// State is what a caller keeps about a segment to reopen it: the committed
+// length of its .log, the next offset and the last timestamp.
+type State struct {
+	Size       int64 // committed bytes of .log, header included
+	NextOffset int64
+	LastTS     int64 // -1 when the segment has no records
+}
+
+// Open reopens an existing segment for appending, after Recover has brought
+// its files to a committed state st (Recover returns st).
+func Open(dir string, id ID, st State, opts Options) (*Writer, error) {
+	opts = opts.withDefaults()
+	w := &Writer{id: id, dir: dir, opts: opts, size: st.Size, next: st.NextOffset, lastTS: st.LastTS}
+	var err error
+	for _, f := range []struct {
+		dst *File
+		k   Kind
+	}{{&w.log, KindLog}, {&w.idx, KindIndex}, {&w.tidx, KindTimeIndex}} {
+		if *f.dst, err = opts.FS.OpenFile(id.Path(dir, f.k), os.O_RDWR, 0o644); err != nil {
+			w.closeFiles()
+			return nil, fmt.Errorf("segment: open %s: %w", id.Name(f.k), err)
+		}
+	}
+	offs, err := readOffsets(w.idx)
+	if err != nil {
+		w.closeFiles()
+		return nil, err
+	}
+	times, err := readTimes(w.tidx)
+	if err != nil {
+		w.closeFiles()
+		return nil, err
+	}
+	w.entries = len(offs)
+	w.idxSize = int64(len(offs)) * index.OffsetEntrySize
+	w.tidxSize = int64(len(times)) * index.TimeEntrySize
+	last := int64(FileHeaderSize)
+	if len(offs) > 0 {
+		last = int64(offs[len(offs)-1].Pos)
+	}
+	w.since = w.size - last
+	return w, nil
+}
+
+// ID is the segment's name.
+func (w *Writer) ID() ID { return w.id }
+
+// Size is the number of .log bytes written so far, header included.
+func (w *Writer) Size() int64 { return w.size }
+
+// NextOffset is the offset the next appended record must carry.
+func (w *Writer) NextOffset() int64 { return w.next }
+
+// State is the writer's state after its last Append.
+func (w *Writer) State() State { return State{Size: w.size, NextOffset: w.next, LastTS: w.lastTS} }
+
+// Append writes recs, which must carry dense offsets from NextOffset and
+// non-decreasing timestamps, with one positioned write to .log and at most
+// one to each index. Nothing is durable until Sync. On error the Writer is
+// broken and must be closed; the files are then judged by Recover.
+func (w *Writer) Append(recs []Record) error {
+	if w.err != nil {
+		return w.err
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	w.buf, w.ibuf, w.tbuf = w.buf[:0], w.ibuf[:0], w.tbuf[:0]
+	pos, next, lastTS, since := w.size, w.next, w.lastTS, w.since
+	interval := int64(w.opts.IndexIntervalBytes)
+	for i := range recs {
+		r := &recs[i]
+		if r.Offset != next {
+			return fmt.Errorf("segment: append offset %d, want %d", r.Offset, next)
+		}
+		if r.Timestamp < lastTS {
+			return fmt.Errorf("segment: append timestamp %d before %d at offset %d", r.Timestamp, lastTS, r.Offset)
+		}
+		if since >= interval {
+			rel := uint32(r.Offset - w.id.Base)
+			w.ibuf = index.AppendOffset(w.ibuf, index.OffsetEntry{Rel: rel, Pos: uint32(pos)})
+			w.tbuf = index.AppendTime(w.tbuf, index.TimeEntry{Timestamp: r.Timestamp, Rel: rel})
+			since = 0
+		}
+		var err error
+		if w.buf, err = AppendRecord(w.buf, r); err != nil {
+			return err
+		}
+		n := int64(EncodedSize(r))
+		pos += n
+		since += n
+		next++
+		lastTS = r.Timestamp
+	}
+	if pos > maxSegmentSize {
+		return fmt.Errorf("segment: %s would grow to %d bytes, over %d", w.id, pos, int64(maxSegmentSize))
+	}
+	if err := writeFull(w.log, w.buf, w.size); err != nil {
+		return w.fail(fmt.Errorf("segment: write %s at %d: %w", w.id.Name(KindLog), w.size, err))
+	}
+	if len(w.ibuf) > 0 {
+		if err := writeFull(w.idx, w.ibuf, w.idxSize); err != nil {
+			return w.fail(fmt.Errorf("segment: write %s: %w", w.id.Name(KindIndex), err))
+		}
+		if err := writeFull(w.tidx, w.tbuf, w.tidxSize); err != nil {
+			return w.fail(fmt.Errorf("segment: write %s: %w", w.id.Name(KindTimeIndex), err))
+		}
+		w.idxSize += int64(len(w.ibuf))
+		w.tidxSize += int64(len(w.tbuf))
+		w.entries += len(w.ibuf) / index.OffsetEntrySize
+	}
+	w.size, w.next, w.lastTS, w.since = pos, next, lastTS, since
+	return nil
+}
+
+// maxSegmentSize keeps positions within the uint32 of an index entry.
+const maxSegmentSize = 1<<32 - 1
+
+// Sync makes everything appended so far durable: it fsyncs the .log file.
+// Index files are synced by Seal and Close.
+func (w *Writer) Sync() error {
+	if w.err != nil {
+		return w.err
+	}
+	if err := w.log.Sync(); err != nil {
+		return w.fail(fmt.Errorf("segment: fsync %s: %w", w.id.Name(KindLog), err))
+	}
+	return nil
+}
+
+// Close fsyncs all three files (a clean close leaves complete indexes) and
+// closes them. A broken Writer closes without syncing and returns nil: its
+// error was already reported.
+func (w *Writer) Close() error {
+	if w.log == nil {
+		return nil
+	}
+	var err error
+	if w.err == nil {
+		for _, f := range []File{w.log, w.idx, w.tidx} {
+			if e := f.Sync(); e != nil && err == nil {
+				err = fmt.Errorf("segment: fsync %s on close: %w", w.id, e)
+			}
+		}
+	}
+	if e := w.closeFiles(); e != nil && err == nil {
+		err = e
+	}
+	w.err = ErrClosed
+	return err
+}
+
+func (w *Writer) fail(err error) error {
+	w.err = fmt.Errorf("%w: %w", ErrClosed, err)
+	return err
+}
+
+func (w *Writer) closeFiles() error {
+	var err error
+	for _, f := range []*File{&w.log, &w.idx, &w.tidx} {
+		if *f != nil {
+			if e := (*f).Close(); e != nil && err == nil {
+				err = fmt.Errorf("segment: close %s: %w", w.id, e)
+			}
+			*f = nil
+		}
+	}
+	return err
+}
+
+// writeFull writes all of b at off, turning a short write into an error.
+func writeFull(f io.WriterAt, b []byte, off int64) error {
+	n, err := f.WriteAt(b, off)
+	if err == nil && n < len(b) {
+		err = io.ErrShortWrite
+	}
+	return err
+}
