@@ -1,0 +1,153 @@
+// Package meta is the metadata port: topics, partition state with its offset
+// lease, and consumer-group offsets. It is the only mutable metadata tierlog
+// has. Two adapters implement Store: package meta/local (an embedded journal
+// under the data dir) and, later, a DynamoDB adapter.
+//
+// Every mutation is a single-item conditional write, so each adapter can be
+// built on DynamoDB's UpdateItem/PutItem with a ConditionExpression and
+// nothing more: no transactions, no multi-item atomicity. Items:
+//
+//	topic      key "t#<topic>"                           TopicConfig
+//	partition  key "p#<topic>#<topic id>#<partition>"    Partition (lease + committed state)
+//	group      key "g#<group>#<topic>#<partition>"       GroupOffset
+//
+// The lease protocol (DESIGN.md section 4) lives in package partition; this
+// package only guarantees the conditions: Acquire succeeds only on a free or
+// expired lease and bumps the epoch; Commit succeeds only while the caller's
+// epoch and owner are still the item's.
+package meta
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+var (
+	// ErrNotFound means the topic (or other item) does not exist.
+	ErrNotFound = errors.New("meta: not found")
+	// ErrTopicExists means CreateTopic found the name taken.
+	ErrTopicExists = errors.New("meta: topic exists")
+	// ErrLeaseHeld means another owner holds an unexpired lease.
+	ErrLeaseHeld = errors.New("meta: lease held")
+	// ErrFenced means the caller's epoch or ownership is no longer current:
+	// its commit did not happen.
+	ErrFenced = errors.New("meta: fenced")
+	// ErrUnavailable means the store could not say whether a write happened
+	// (a timeout, throttling after retries). The caller must treat the
+	// outcome as unknown.
+	ErrUnavailable = errors.New("meta: unavailable")
+)
+
+// TopicConfig is a topic as stored. ID distinguishes incarnations of one
+// name: a topic deleted and created again gets a new ID, and partition items
+// and files are keyed by it, so nothing of the old one leaks into the new.
+type TopicConfig struct {
+	Name           string `json:"name"`
+	ID             string `json:"id"`
+	Partitions     int    `json:"partitions"`
+	RetentionMs    int64  `json:"retention_ms"`
+	RetentionBytes int64  `json:"retention_bytes"`
+	SegmentBytes   int64  `json:"segment_bytes"`
+	SegmentMs      int64  `json:"segment_ms"`
+	CleanupPolicy  string `json:"cleanup_policy"`
+	CreatedMs      int64  `json:"created_ms"`
+}
+
+// SegmentInfo describes one hot segment as committed. Size is the committed
+// length of its .log file (file header included); NextOffset is the offset
+// after its last committed record (Base when empty).
+type SegmentInfo struct {
+	Base       int64  `json:"base"`
+	Epoch      uint64 `json:"epoch"`
+	Size       int64  `json:"size"`
+	NextOffset int64  `json:"next_offset"`
+	FirstTS    int64  `json:"first_ts"` // -1 when empty
+	LastTS     int64  `json:"last_ts"`  // -1 when empty
+	CreatedMs  int64  `json:"created_ms"`
+}
+
+// Partition is one partition's item: the lease and the committed state.
+// The zero Partition (Epoch 0, no Active segment) is a partition nobody has
+// written yet.
+type Partition struct {
+	Topic     string `json:"topic"`
+	TopicID   string `json:"topic_id"`
+	Partition int    `json:"partition"`
+
+	// Lease.
+	Epoch      uint64 `json:"epoch"`       // bumped by every Acquire
+	Owner      string `json:"owner"`       // "" when released
+	LeaseUntil int64  `json:"lease_until"` // unix ms; meaningful when Owner != ""
+
+	// Committed state.
+	NextOffset     int64         `json:"next_offset"`
+	LogStartOffset int64         `json:"log_start_offset"`
+	LastTS         int64         `json:"last_ts"` // -1 before the first record
+	Active         *SegmentInfo  `json:"active,omitempty"`
+	Sealed         []SegmentInfo `json:"sealed,omitempty"` // oldest first
+}
+
+// PartitionKey names a partition item.
+type PartitionKey struct {
+	Topic     string
+	TopicID   string
+	Partition int
+}
+
+// Acquired is what Acquire returns: the item after the lease was taken, and
+// how the previous owner left.
+type Acquired struct {
+	Partition
+	// TakenOver is true when the lease was taken from an owner whose lease
+	// had expired without a release: that owner may still be alive (a
+	// zombie) and writing, so the new owner must not reuse its files.
+	TakenOver bool
+}
+
+// GroupOffset is a committed consumer-group position: the next offset to
+// consume (Kafka's convention).
+type GroupOffset struct {
+	Topic     string `json:"topic"`
+	Partition int    `json:"partition"`
+	Offset    int64  `json:"offset"`
+	Metadata  string `json:"metadata"`
+}
+
+// Store is the metadata port. Implementations are safe for concurrent use.
+// Every method is a single-item read or a single-item conditional write.
+type Store interface {
+	// CreateTopic stores t if no topic has its name, else ErrTopicExists.
+	CreateTopic(ctx context.Context, t TopicConfig) error
+	// Topic returns the named topic or ErrNotFound.
+	Topic(ctx context.Context, name string) (TopicConfig, error)
+	// Topics returns every topic, sorted by name.
+	Topics(ctx context.Context) ([]TopicConfig, error)
+	// DeleteTopic removes the topic item or returns ErrNotFound. Partition
+	// and group items are left for DeletePartition and cleanup.
+	DeleteTopic(ctx context.Context, name string) error
+
+	// Partition returns the partition item, or the zero state (Epoch 0,
+	// LastTS -1) with the key filled in if none exists yet.
+	Partition(ctx context.Context, k PartitionKey) (Partition, error)
+	// Acquire takes the lease for owner until now+ttl if it is free or
+	// expired, bumping the epoch, and returns the item. It returns
+	// ErrLeaseHeld if another owner's lease is live.
+	Acquire(ctx context.Context, k PartitionKey, owner string, now time.Time, ttl time.Duration) (Acquired, error)
+	// Commit writes p's committed state if p.Epoch and p.Owner are still
+	// the item's, else ErrFenced. With release it frees the lease (Owner
+	// becomes ""); otherwise it extends it to now+ttl. ErrUnavailable means
+	// the outcome is unknown.
+	Commit(ctx context.Context, p Partition, release bool, now time.Time, ttl time.Duration) error
+	// DeletePartition removes a partition item (topic deletion).
+	DeletePartition(ctx context.Context, k PartitionKey) error
+
+	// CommitOffsets stores group offsets, one item each.
+	CommitOffsets(ctx context.Context, group string, offsets []GroupOffset) error
+	// GroupOffsets returns the group's offsets for topic, sorted by
+	// partition.
+	GroupOffsets(ctx context.Context, group, topic string) ([]GroupOffset, error)
+
+	// Close releases resources. The Store is unusable afterwards.
+	Close() error
+}
