@@ -1,81 +1,634 @@
+// Package broker is tierlog's entry point (seed 1's Broker face): topics,
+// routing of records to partitions, produce, fetch, offsets and consumer
+// groups. It sits between the HTTP API and package partition, and knows
+// nothing of HTTP or AWS.
+//
+// # Concurrency
+//
+// Two layers of locks, as in the seed engine:
+//
+//   - Broker.mu guards the topics map only, held briefly for a lookup or
+//     insert; no I/O under it.
+//   - topic.mu: produce, fetch and friends hold it for reading for the whole
+//     operation; delete and Close take it for writing, so a topic cannot
+//     close under an in-flight operation.
+//
+// Parallelism comes from partitions: each partition has one writer (its
+// lease) and groups concurrent batches into one write, fsync and commit.
+//
+// # Files
+//
+// The hot tier of a topic lives in <DataDir>/<topic>~<topic id>/<partition>/:
+// the only two MkdirAll calls are for those two directories. The topic id
+// makes a re-created topic start clean.
 package broker
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/tierlog/tierlog/pkg/meta"
+	"github.com/tierlog/tierlog/pkg/partition"
+	"github.com/tierlog/tierlog/pkg/segment"
 )
-
-var errTODO = errors.New("broker: not implemented yet")
-
-// Broker is the entry point: topics, routing, produce and fetch. It is safe
-// for concurrent use.
-type Broker struct{}
-
-// New opens a broker.
-func New(ctx context.Context, cfg Config) (*Broker, error) { return nil, errTODO }
 
 // Config configures a Broker.
 type Config struct {
-	// DataDir holds the hot tier: <DataDir>/<topic>~<id>/<partition>/.
+	// DataDir holds the hot tier.
 	DataDir string
 	// Meta is the metadata store.
 	Meta meta.Store
+	// Owner names this process as a lease owner. Default "local": with the
+	// embedded store one process owns the data dir, so a restart under the
+	// same name may take its own leases back at once.
+	Owner string
+	// LeaseTTL is how long a lease lives without a commit. Default 10s.
+	LeaseTTL time.Duration
+	// ReleaseEachBatch acquires and releases the lease around every batch
+	// (Lambda); by default a partition keeps its lease between batches.
+	ReleaseEachBatch bool
+	// IndexIntervalBytes is the sparse index spacing. Default 4096.
+	IndexIntervalBytes int
+	// FS opens segment files (fault injection in tests). Default the OS.
+	FS segment.FS
+	// Now is the clock. Default time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+func (c *Config) applyDefaults() error {
+	if c.Meta == nil {
+		return fmt.Errorf("%w: broker config needs a metadata store", ErrInvalid)
+	}
+	if c.DataDir == "" {
+		return fmt.Errorf("%w: broker config needs a data dir", ErrInvalid)
+	}
+	if c.Owner == "" {
+		c.Owner = "local"
+	}
+	if c.LeaseTTL <= 0 {
+		c.LeaseTTL = 10 * time.Second
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// Broker is safe for concurrent use.
+type Broker struct {
+	cfg Config
+
+	mu     sync.RWMutex
+	topics map[string]*topic
+	closed bool
+}
+
+type topic struct {
+	cfg meta.TopicConfig
+	dir string
+
+	mu     sync.RWMutex // read: operations; write: close
+	closed bool
+	pmu    sync.Mutex
+	parts  []*partition.Log // opened lazily
+	rr     atomic.Uint64    // round-robin for keyless records
+	broker *Broker
+}
+
+// New opens a broker over an existing (or empty) data dir and store.
+func New(ctx context.Context, cfg Config) (*Broker, error) {
+	if err := cfg.applyDefaults(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("broker: data dir: %w", err)
+	}
+	return &Broker{cfg: cfg, topics: map[string]*topic{}}, nil
 }
 
 // CreateTopic validates spec, fills defaults and stores the topic.
 func (b *Broker) CreateTopic(ctx context.Context, spec TopicSpec) (Topic, error) {
-	return Topic{}, errTODO
+	t, err := topicFromSpec(spec)
+	if err != nil {
+		return Topic{}, err
+	}
+	var id [8]byte
+	rand.Read(id[:])
+	t.ID = hex.EncodeToString(id[:])
+	t.CreatedMs = b.cfg.Now().UnixMilli()
+	if err := b.checkOpen(); err != nil {
+		return Topic{}, err
+	}
+	if err := b.cfg.Meta.CreateTopic(ctx, t); err != nil {
+		if errors.Is(err, meta.ErrTopicExists) {
+			return Topic{}, fmt.Errorf("%w: %q", ErrTopicExists, t.Name)
+		}
+		return Topic{}, fmt.Errorf("broker: create topic %q: %w", t.Name, err)
+	}
+	if err := os.MkdirAll(b.topicDir(t), 0o755); err != nil {
+		return Topic{}, fmt.Errorf("broker: create topic dir: %w", err)
+	}
+	return t, nil
+}
+
+func topicFromSpec(s TopicSpec) (Topic, error) {
+	if err := ValidTopicName(s.Name); err != nil {
+		return Topic{}, err
+	}
+	t := Topic{
+		Name:           s.Name,
+		Partitions:     DefaultPartitions,
+		RetentionMs:    DefaultRetentionMs,
+		RetentionBytes: DefaultRetentionBytes,
+		SegmentBytes:   DefaultSegmentBytes,
+		SegmentMs:      DefaultSegmentMs,
+		CleanupPolicy:  DefaultCleanupPolicy,
+	}
+	if s.Partitions != nil {
+		t.Partitions = *s.Partitions
+	}
+	if s.RetentionMs != nil {
+		t.RetentionMs = *s.RetentionMs
+	}
+	if s.RetentionBytes != nil {
+		t.RetentionBytes = *s.RetentionBytes
+	}
+	if s.SegmentBytes != nil {
+		t.SegmentBytes = *s.SegmentBytes
+	}
+	if s.SegmentMs != nil {
+		t.SegmentMs = *s.SegmentMs
+	}
+	if s.CleanupPolicy != nil {
+		t.CleanupPolicy = *s.CleanupPolicy
+	}
+	switch {
+	case t.Partitions < 1 || t.Partitions > MaxPartitions:
+		return t, fmt.Errorf("%w: partitions %d must be 1..%d", ErrInvalid, t.Partitions, MaxPartitions)
+	case t.RetentionMs < -1 || t.RetentionMs == 0:
+		return t, fmt.Errorf("%w: retention_ms %d must be positive or -1 (forever)", ErrInvalid, t.RetentionMs)
+	case t.RetentionBytes < -1 || t.RetentionBytes == 0:
+		return t, fmt.Errorf("%w: retention_bytes %d must be positive or -1 (unlimited)", ErrInvalid, t.RetentionBytes)
+	case t.SegmentBytes < MinSegmentBytes || t.SegmentBytes > MaxSegmentBytes:
+		return t, fmt.Errorf("%w: segment_bytes %d must be %d..%d", ErrInvalid, t.SegmentBytes, MinSegmentBytes, MaxSegmentBytes)
+	case t.SegmentMs < 1:
+		return t, fmt.Errorf("%w: segment_ms %d must be positive", ErrInvalid, t.SegmentMs)
+	case t.CleanupPolicy != "delete":
+		return t, fmt.Errorf("%w: cleanup_policy %q: only \"delete\" is supported", ErrInvalid, t.CleanupPolicy)
+	}
+	return t, nil
+}
+
+func (b *Broker) topicDir(t Topic) string {
+	return filepath.Join(b.cfg.DataDir, t.Name+"~"+t.ID)
+}
+
+func (b *Broker) checkOpen() error {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.closed {
+		return ErrClosed
+	}
+	return nil
 }
 
 // Topic returns a topic or ErrTopicNotFound.
-func (b *Broker) Topic(ctx context.Context, name string) (Topic, error) { return Topic{}, errTODO }
+func (b *Broker) Topic(ctx context.Context, name string) (Topic, error) {
+	if err := ValidTopicName(name); err != nil {
+		return Topic{}, err
+	}
+	t, err := b.cfg.Meta.Topic(ctx, name)
+	if errors.Is(err, meta.ErrNotFound) {
+		return Topic{}, fmt.Errorf("%w: %q", ErrTopicNotFound, name)
+	}
+	return t, err
+}
 
 // Topics lists topics sorted by name.
-func (b *Broker) Topics(ctx context.Context) ([]Topic, error) { return nil, errTODO }
+func (b *Broker) Topics(ctx context.Context) ([]Topic, error) {
+	ts, err := b.cfg.Meta.Topics(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("broker: list topics: %w", err)
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i].Name < ts[j].Name })
+	return ts, nil
+}
 
-// DeleteTopic deletes a topic and its data.
-func (b *Broker) DeleteTopic(ctx context.Context, name string) error { return errTODO }
+// acquire returns the open topic, read-locked: call release when done.
+func (b *Broker) acquire(ctx context.Context, name string) (*topic, error) {
+	if err := ValidTopicName(name); err != nil {
+		return nil, err
+	}
+	for {
+		b.mu.RLock()
+		if b.closed {
+			b.mu.RUnlock()
+			return nil, ErrClosed
+		}
+		t := b.topics[name]
+		b.mu.RUnlock()
+		if t == nil {
+			cfg, err := b.cfg.Meta.Topic(ctx, name)
+			if errors.Is(err, meta.ErrNotFound) {
+				return nil, fmt.Errorf("%w: %q", ErrTopicNotFound, name)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("broker: read topic %q: %w", name, err)
+			}
+			t = &topic{cfg: cfg, dir: b.topicDir(cfg), parts: make([]*partition.Log, cfg.Partitions), broker: b}
+			b.mu.Lock()
+			if b.closed {
+				b.mu.Unlock()
+				return nil, ErrClosed
+			}
+			if cur := b.topics[name]; cur != nil {
+				t = cur
+			} else {
+				b.topics[name] = t
+			}
+			b.mu.Unlock()
+		}
+		t.mu.RLock()
+		if !t.closed {
+			return t, nil
+		}
+		t.mu.RUnlock() // deleted under us: look again
+	}
+}
 
-// Produce appends records, routing each to a partition; records bound for
-// one partition form one atomic batch in request order. The error is for
-// the whole request (unknown topic, bad partition, too large); per-partition
+func (t *topic) release() { t.mu.RUnlock() }
+
+// part opens partition p lazily.
+func (t *topic) part(ctx context.Context, p int) (*partition.Log, error) {
+	if p < 0 || p >= t.cfg.Partitions {
+		return nil, fmt.Errorf("%w: partition %d of topic %q (partitions: %d)", ErrPartitionNotFound, p, t.cfg.Name, t.cfg.Partitions)
+	}
+	t.pmu.Lock()
+	defer t.pmu.Unlock()
+	if l := t.parts[p]; l != nil {
+		return l, nil
+	}
+	dir := filepath.Join(t.dir, fmt.Sprint(p))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("broker: partition dir: %w", err)
+	}
+	c := t.broker.cfg
+	l, err := partition.Open(ctx, partition.Config{
+		Dir:                dir,
+		Key:                meta.PartitionKey{Topic: t.cfg.Name, TopicID: t.cfg.ID, Partition: p},
+		Meta:               c.Meta,
+		Owner:              c.Owner,
+		LeaseTTL:           c.LeaseTTL,
+		HoldLease:          !c.ReleaseEachBatch,
+		SegmentBytes:       t.cfg.SegmentBytes,
+		SegmentMs:          t.cfg.SegmentMs,
+		IndexIntervalBytes: c.IndexIntervalBytes,
+		FS:                 c.FS,
+		Now:                c.Now,
+		Logger:             c.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	t.parts[p] = l
+	return l, nil
+}
+
+// DeleteTopic deletes a topic: it waits for in-flight operations, closes
+// the partitions, removes the metadata, then the files.
+func (b *Broker) DeleteTopic(ctx context.Context, name string) error {
+	if err := ValidTopicName(name); err != nil {
+		return err
+	}
+	cfg, err := b.cfg.Meta.Topic(ctx, name)
+	if errors.Is(err, meta.ErrNotFound) {
+		return fmt.Errorf("%w: %q", ErrTopicNotFound, name)
+	}
+	if err != nil {
+		return fmt.Errorf("broker: read topic %q: %w", name, err)
+	}
+	b.mu.Lock()
+	t := b.topics[name]
+	delete(b.topics, name)
+	b.mu.Unlock()
+	if t != nil {
+		t.close(ctx)
+	}
+	if err := b.cfg.Meta.DeleteTopic(ctx, name); err != nil {
+		if errors.Is(err, meta.ErrNotFound) {
+			return fmt.Errorf("%w: %q", ErrTopicNotFound, name)
+		}
+		return fmt.Errorf("broker: delete topic %q: %w", name, err)
+	}
+	// The topic is gone for clients; what follows is cleanup, and a crash
+	// here leaves only unreferenced items and files.
+	for p := 0; p < cfg.Partitions; p++ {
+		k := meta.PartitionKey{Topic: cfg.Name, TopicID: cfg.ID, Partition: p}
+		if err := b.cfg.Meta.DeletePartition(ctx, k); err != nil && !errors.Is(err, meta.ErrNotFound) {
+			b.cfg.Logger.Warn("delete partition item", "topic", name, "partition", p, "err", err)
+		}
+	}
+	if err := os.RemoveAll(b.topicDir(cfg)); err != nil {
+		b.cfg.Logger.Warn("remove topic dir", "topic", name, "err", err)
+	}
+	return nil
+}
+
+func (t *topic) close(ctx context.Context) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil
+	}
+	t.closed = true
+	var errs []error
+	for _, l := range t.parts {
+		if l != nil {
+			errs = append(errs, l.Close(ctx))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Produce appends records, routing each to a partition: explicit, else
+// Kafka's murmur2 of the key, else round-robin. Records bound for one
+// partition form one atomic batch in request order. The error is for the
+// whole request (unknown topic, bad partition, limits); per-partition
 // failures are in the results.
-func (b *Broker) Produce(ctx context.Context, topic string, recs []ProduceRecord) ([]ProduceResult, error) {
-	return nil, errTODO
+func (b *Broker) Produce(ctx context.Context, topicName string, recs []ProduceRecord) ([]ProduceResult, error) {
+	if err := checkBatch(recs); err != nil {
+		return nil, err
+	}
+	t, err := b.acquire(ctx, topicName)
+	if err != nil {
+		return nil, err
+	}
+	defer t.release()
+
+	n := t.cfg.Partitions
+	assign := make([]int, len(recs))
+	groups := map[int][]int{} // partition -> record indexes, in order
+	var order []int
+	for i, r := range recs {
+		p := r.Partition
+		switch {
+		case p >= n:
+			return nil, fmt.Errorf("%w: record %d: partition %d of topic %q (partitions: %d)", ErrPartitionNotFound, i, p, topicName, n)
+		case p >= 0:
+		case r.Key != nil:
+			p = KeyPartition(r.Key, n)
+		default:
+			p = int((t.rr.Add(1) - 1) % uint64(n))
+		}
+		assign[i] = p
+		if _, ok := groups[p]; !ok {
+			order = append(order, p)
+		}
+		groups[p] = append(groups[p], i)
+	}
+	out := make([]ProduceResult, len(recs))
+	var wg sync.WaitGroup
+	for _, p := range order {
+		idx := groups[p]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			batch := make([]partition.Record, len(idx))
+			for j, i := range idx {
+				batch[j] = partition.Record{Key: recs[i].Key, Value: recs[i].Value}
+			}
+			app, err := b.appendTo(ctx, t, p, batch)
+			for j, i := range idx {
+				if err != nil {
+					out[i] = ProduceResult{Partition: p, Offset: -1, Err: err}
+				} else {
+					out[i] = ProduceResult{Partition: p, Offset: app.BaseOffset + int64(j), Timestamp: app.Timestamp}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return out, nil
 }
 
 // ProducePartition appends recs to one partition, all or nothing.
-func (b *Broker) ProducePartition(ctx context.Context, topic string, partition int, recs []ProduceRecord) ([]ProduceResult, error) {
-	return nil, errTODO
+func (b *Broker) ProducePartition(ctx context.Context, topicName string, p int, recs []ProduceRecord) ([]ProduceResult, error) {
+	if err := checkBatch(recs); err != nil {
+		return nil, err
+	}
+	t, err := b.acquire(ctx, topicName)
+	if err != nil {
+		return nil, err
+	}
+	defer t.release()
+	batch := make([]partition.Record, len(recs))
+	for i, r := range recs {
+		batch[i] = partition.Record{Key: r.Key, Value: r.Value}
+	}
+	app, err := b.appendTo(ctx, t, p, batch)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ProduceResult, len(recs))
+	for i := range recs {
+		out[i] = ProduceResult{Partition: p, Offset: app.BaseOffset + int64(i), Timestamp: app.Timestamp}
+	}
+	return out, nil
 }
 
-// Fetch reads records.
+func (b *Broker) appendTo(ctx context.Context, t *topic, p int, batch []partition.Record) (partition.Appended, error) {
+	l, err := t.part(ctx, p)
+	if err != nil {
+		return partition.Appended{}, err
+	}
+	app, err := l.Append(ctx, batch)
+	return app, mapErr(err)
+}
+
+func checkBatch(recs []ProduceRecord) error {
+	if len(recs) == 0 {
+		return fmt.Errorf("%w: no records", ErrInvalid)
+	}
+	if len(recs) > MaxBatchRecords {
+		return fmt.Errorf("%w: %d records, at most %d", ErrTooLarge, len(recs), MaxBatchRecords)
+	}
+	for i, r := range recs {
+		if n := len(r.Key) + len(r.Value); n > MaxRecordBytes {
+			return fmt.Errorf("%w: record %d has %d bytes of key and value, at most %d", ErrTooLarge, i, n, MaxRecordBytes)
+		}
+	}
+	return nil
+}
+
+// mapErr turns partition errors into broker errors.
+func mapErr(err error) error {
+	var oor *partition.OutOfRangeError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &oor):
+		return &OffsetOutOfRangeError{Offset: oor.Offset, LogStartOffset: oor.LogStartOffset, HighWatermark: oor.HighWatermark}
+	case errors.Is(err, partition.ErrUnavailable), errors.Is(err, partition.ErrClosed):
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return err
+}
+
+// Fetch reads records of one partition from req.Offset on. With Wait, a
+// fetch at the high watermark waits up to Wait for records.
 func (b *Broker) Fetch(ctx context.Context, req FetchRequest) (FetchResult, error) {
-	return FetchResult{}, errTODO
+	t, err := b.acquire(ctx, req.Topic)
+	if err != nil {
+		return FetchResult{}, err
+	}
+	defer t.release()
+	l, err := t.part(ctx, req.Partition)
+	if err != nil {
+		return FetchResult{}, err
+	}
+	maxRecords := req.MaxRecords
+	if maxRecords <= 0 {
+		maxRecords = DefaultMaxFetch
+	}
+	maxBytes := req.MaxBytes
+	if maxBytes <= 0 {
+		maxBytes = DefaultFetchSize
+	}
+	if req.Wait > 0 {
+		// Only wait when there is nothing to return yet.
+		if _, hw, err := l.Bounds(ctx); err == nil && req.Offset == hw {
+			l.Wait(ctx, req.Offset, min(req.Wait, MaxWait))
+		}
+	}
+	recs, bounds, err := l.Read(ctx, req.Offset, min(maxRecords, MaxFetchRecords), min(maxBytes, MaxFetchBytes))
+	if err != nil {
+		return FetchResult{}, mapErr(err)
+	}
+	next := req.Offset
+	if len(recs) > 0 {
+		next = recs[len(recs)-1].Offset + 1
+	}
+	return FetchResult{Records: recs, NextOffset: next, HighWatermark: bounds.HighWatermark, LogStartOffset: bounds.LogStartOffset}, nil
 }
 
 // Offsets returns a partition's log start offset and high watermark.
-func (b *Broker) Offsets(ctx context.Context, topic string, partition int) (Offsets, error) {
-	return Offsets{}, errTODO
+func (b *Broker) Offsets(ctx context.Context, topicName string, p int) (Offsets, error) {
+	t, err := b.acquire(ctx, topicName)
+	if err != nil {
+		return Offsets{}, err
+	}
+	defer t.release()
+	l, err := t.part(ctx, p)
+	if err != nil {
+		return Offsets{}, err
+	}
+	ls, hw, err := l.Bounds(ctx)
+	if err != nil {
+		return Offsets{}, mapErr(err)
+	}
+	return Offsets{LogStartOffset: ls, HighWatermark: hw}, nil
 }
 
 // OffsetForTime returns the earliest offset whose timestamp is >= ts.
-func (b *Broker) OffsetForTime(ctx context.Context, topic string, partition int, ts int64) (TimeOffset, error) {
-	return TimeOffset{}, errTODO
+func (b *Broker) OffsetForTime(ctx context.Context, topicName string, p int, ts int64) (TimeOffset, error) {
+	t, err := b.acquire(ctx, topicName)
+	if err != nil {
+		return TimeOffset{}, err
+	}
+	defer t.release()
+	l, err := t.part(ctx, p)
+	if err != nil {
+		return TimeOffset{}, err
+	}
+	off, at, found, err := l.OffsetForTime(ctx, ts)
+	if err != nil {
+		return TimeOffset{}, mapErr(err)
+	}
+	return TimeOffset{Offset: off, Timestamp: at, Found: found}, nil
 }
 
 // CommitGroupOffsets stores group offsets after checking each is within its
-// partition's [log start, high watermark].
+// partition's [log start, high watermark]. Nothing is stored unless all are.
 func (b *Broker) CommitGroupOffsets(ctx context.Context, group string, offsets []meta.GroupOffset) error {
-	return errTODO
+	if len(offsets) == 0 {
+		return fmt.Errorf("%w: no offsets", ErrInvalid)
+	}
+	for _, o := range offsets {
+		bounds, err := b.Offsets(ctx, o.Topic, o.Partition)
+		if err != nil {
+			return err
+		}
+		if o.Offset < bounds.LogStartOffset || o.Offset > bounds.HighWatermark {
+			return &OffsetOutOfRangeError{Offset: o.Offset, LogStartOffset: bounds.LogStartOffset, HighWatermark: bounds.HighWatermark}
+		}
+	}
+	if err := b.cfg.Meta.CommitOffsets(ctx, group, offsets); err != nil {
+		return fmt.Errorf("broker: commit offsets of group %q: %w", group, err)
+	}
+	return nil
 }
 
-// GroupOffsets returns a group's offsets for a topic with lag.
-func (b *Broker) GroupOffsets(ctx context.Context, group, topic string) ([]GroupOffset, error) {
-	return nil, errTODO
+// GroupOffsets returns a group's offsets for a topic with each partition's
+// lag (high watermark minus the committed offset).
+func (b *Broker) GroupOffsets(ctx context.Context, group, topicName string) ([]GroupOffset, error) {
+	t, err := b.acquire(ctx, topicName)
+	if err != nil {
+		return nil, err
+	}
+	defer t.release()
+	offs, err := b.cfg.Meta.GroupOffsets(ctx, group, topicName)
+	if err != nil {
+		return nil, fmt.Errorf("broker: read offsets of group %q: %w", group, err)
+	}
+	out := make([]GroupOffset, 0, len(offs))
+	for _, o := range offs {
+		if o.Partition >= t.cfg.Partitions {
+			continue // left from an earlier topic of that name
+		}
+		l, err := t.part(ctx, o.Partition)
+		if err != nil {
+			return nil, err
+		}
+		_, hw, err := l.Bounds(ctx)
+		if err != nil {
+			return nil, mapErr(err)
+		}
+		out = append(out, GroupOffset{GroupOffset: o, Lag: max(hw-o.Offset, 0)})
+	}
+	return out, nil
 }
 
-// Close flushes and closes every partition.
-func (b *Broker) Close() error { return errTODO }
+// Close waits for in-flight operations, then closes every partition,
+// releasing leases cleanly. The metadata store is the caller's to close.
+func (b *Broker) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	topics := b.topics
+	b.topics = nil
+	b.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var errs []error
+	for _, t := range topics {
+		errs = append(errs, t.close(ctx))
+	}
+	return errors.Join(errs...)
+}

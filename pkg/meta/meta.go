@@ -132,7 +132,10 @@ type Store interface {
 	Partition(ctx context.Context, k PartitionKey) (Partition, error)
 	// Acquire takes the lease for owner until now+ttl if it is free or
 	// expired, bumping the epoch, and returns the item. It returns
-	// ErrLeaseHeld if another owner's lease is live.
+	// ErrLeaseHeld if another owner's lease is live. An owner may take its
+	// own live lease again: it says it lost its in-memory state (a process
+	// restarted under a stable owner name); that counts as a takeover, since
+	// the earlier holder did not release.
 	Acquire(ctx context.Context, k PartitionKey, owner string, now time.Time, ttl time.Duration) (Acquired, error)
 	// Commit writes p's committed state if p.Epoch and p.Owner are still
 	// the item's, else ErrFenced. With release it frees the lease (Owner

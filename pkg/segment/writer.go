@@ -234,6 +234,15 @@ func (w *Writer) Close() error {
 	return err
 }
 
+// Release closes the files without syncing the indexes: for a writer whose
+// appends are already synced and committed, and whose indexes, being hints,
+// may be completed by the next Recover.
+func (w *Writer) Release() error {
+	err := w.closeFiles()
+	w.err = ErrClosed
+	return err
+}
+
 func (w *Writer) fail(err error) error {
 	w.err = fmt.Errorf("%w: %w", ErrClosed, err)
 	return err

@@ -1,0 +1,178 @@
+// Package mem is an in-memory meta.Store: no durability, for unit tests of
+// the layers above and as the reference the conformance suite checks the
+// real adapters against. Safe for concurrent use.
+package mem
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/tierlog/tierlog/pkg/meta"
+)
+
+// Store keeps every item in maps under one mutex.
+type Store struct {
+	mu     sync.Mutex
+	topics map[string]meta.TopicConfig
+	parts  map[meta.PartitionKey]meta.Partition
+	groups map[string]map[string]map[int]meta.GroupOffset // group -> topic -> partition
+}
+
+var _ meta.Store = (*Store)(nil)
+
+// New returns an empty Store.
+func New() *Store {
+	return &Store{
+		topics: map[string]meta.TopicConfig{},
+		parts:  map[meta.PartitionKey]meta.Partition{},
+		groups: map[string]map[string]map[int]meta.GroupOffset{},
+	}
+}
+
+// CreateTopic implements meta.Store.
+func (s *Store) CreateTopic(_ context.Context, t meta.TopicConfig) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.topics[t.Name]; ok {
+		return fmt.Errorf("%w: %q", meta.ErrTopicExists, t.Name)
+	}
+	s.topics[t.Name] = t
+	return nil
+}
+
+// Topic implements meta.Store.
+func (s *Store) Topic(_ context.Context, name string) (meta.TopicConfig, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.topics[name]
+	if !ok {
+		return t, fmt.Errorf("%w: topic %q", meta.ErrNotFound, name)
+	}
+	return t, nil
+}
+
+// Topics implements meta.Store.
+func (s *Store) Topics(context.Context) ([]meta.TopicConfig, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]meta.TopicConfig, 0, len(s.topics))
+	for _, t := range s.topics {
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// DeleteTopic implements meta.Store.
+func (s *Store) DeleteTopic(_ context.Context, name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.topics[name]; !ok {
+		return fmt.Errorf("%w: topic %q", meta.ErrNotFound, name)
+	}
+	delete(s.topics, name)
+	return nil
+}
+
+func (s *Store) get(k meta.PartitionKey) meta.Partition {
+	p, ok := s.parts[k]
+	if !ok {
+		return meta.Partition{Topic: k.Topic, TopicID: k.TopicID, Partition: k.Partition, LastTS: -1}
+	}
+	return clone(p)
+}
+
+func clone(p meta.Partition) meta.Partition {
+	if p.Active != nil {
+		a := *p.Active
+		p.Active = &a
+	}
+	p.Sealed = append([]meta.SegmentInfo(nil), p.Sealed...)
+	return p
+}
+
+// Partition implements meta.Store.
+func (s *Store) Partition(_ context.Context, k meta.PartitionKey) (meta.Partition, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.get(k), nil
+}
+
+// Acquire implements meta.Store.
+func (s *Store) Acquire(_ context.Context, k meta.PartitionKey, owner string, now time.Time, ttl time.Duration) (meta.Acquired, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.get(k)
+	live := p.Owner != "" && now.UnixMilli() < p.LeaseUntil
+	if live && p.Owner != owner {
+		return meta.Acquired{}, fmt.Errorf("%w: %v by %q until %d", meta.ErrLeaseHeld, k, p.Owner, p.LeaseUntil)
+	}
+	takenOver := p.Owner != ""
+	p.Epoch++
+	p.Owner = owner
+	p.LeaseUntil = now.Add(ttl).UnixMilli()
+	s.parts[k] = clone(p)
+	return meta.Acquired{Partition: p, TakenOver: takenOver}, nil
+}
+
+// Commit implements meta.Store.
+func (s *Store) Commit(_ context.Context, p meta.Partition, release bool, now time.Time, ttl time.Duration) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := meta.PartitionKey{Topic: p.Topic, TopicID: p.TopicID, Partition: p.Partition}
+	cur := s.get(k)
+	if cur.Epoch != p.Epoch || cur.Owner != p.Owner || p.Owner == "" {
+		return fmt.Errorf("%w: %v epoch %d owner %q, item has epoch %d owner %q", meta.ErrFenced, k, p.Epoch, p.Owner, cur.Epoch, cur.Owner)
+	}
+	if release {
+		p.Owner, p.LeaseUntil = "", 0
+	} else {
+		p.LeaseUntil = now.Add(ttl).UnixMilli()
+	}
+	s.parts[k] = clone(p)
+	return nil
+}
+
+// DeletePartition implements meta.Store.
+func (s *Store) DeletePartition(_ context.Context, k meta.PartitionKey) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.parts, k)
+	return nil
+}
+
+// CommitOffsets implements meta.Store.
+func (s *Store) CommitOffsets(_ context.Context, group string, offsets []meta.GroupOffset) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.groups[group]
+	if g == nil {
+		g = map[string]map[int]meta.GroupOffset{}
+		s.groups[group] = g
+	}
+	for _, o := range offsets {
+		if g[o.Topic] == nil {
+			g[o.Topic] = map[int]meta.GroupOffset{}
+		}
+		g[o.Topic][o.Partition] = o
+	}
+	return nil
+}
+
+// GroupOffsets implements meta.Store.
+func (s *Store) GroupOffsets(_ context.Context, group, topic string) ([]meta.GroupOffset, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []meta.GroupOffset{}
+	for _, o := range s.groups[group][topic] {
+		out = append(out, o)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Partition < out[j].Partition })
+	return out, nil
+}
+
+// Close implements meta.Store.
+func (s *Store) Close() error { return nil }

@@ -1,0 +1,656 @@
+// Package partition is one partition's log: it assigns dense offsets and
+// non-decreasing timestamps, writes batches into segment files under the
+// offset lease of the metadata store, rolls segments, recovers after a crash,
+// and serves reads below the committed length.
+//
+// # Write path (DESIGN.md section 4)
+//
+//  1. Acquire the lease (one conditional write). If the previous owner
+//     released cleanly, recover the active segment to its committed length
+//     and continue it. If the lease was taken over after expiry, the old
+//     owner may be a zombie still writing: seal the active segment at its
+//     committed length and start a new file named by the next offset and our
+//     epoch. A zombie can only write into files it opened under its own
+//     epoch, past their committed length, or into files no committed state
+//     names: readers never look there (I5).
+//  2. pwrite the batch at the committed length, fsync.
+//  3. Commit (one conditional write IF epoch = mine): next offset, active
+//     segment length, segment list, and either release the lease or extend
+//     it. Fenced or unknown outcome: the batch is not acknowledged (a
+//     retryable error) and the writer is dropped.
+//
+// With HoldLease (the local server) the lease is kept between batches and
+// renewed by each commit, so a batch costs one metadata write; without it
+// (Lambda, where a frozen container must not sit on a lease) every batch
+// acquires and releases: two writes.
+//
+// Concurrent Appends to one Log are grouped: while one batch is being
+// written and committed, the next ones queue, and the queue is written as one
+// write, one fsync and one commit. Each request's records stay contiguous and
+// in order.
+//
+// # Read path
+//
+// Readers see only committed state: the offsets below the committed next
+// offset, in segments listed by the last commit, each read below its
+// committed length. Files are re-opened per read (close-to-open consistency
+// on NFS).
+//
+// # Concurrency
+//
+// A Log is safe for concurrent use. Lock order: Log.wmu (the writer, held by
+// the group-commit leader for one flush) before nothing; the committed view
+// is an atomic pointer readers load without locks.
+package partition
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tierlog/tierlog/pkg/meta"
+	"github.com/tierlog/tierlog/pkg/segment"
+)
+
+var (
+	// ErrUnavailable means the lease is held elsewhere, the commit was fenced,
+	// or its outcome is unknown: nothing was acknowledged; retry.
+	ErrUnavailable = errors.New("partition: unavailable")
+	// ErrClosed means the Log is closed.
+	ErrClosed = errors.New("partition: closed")
+	// ErrCorrupt means committed bytes are missing or damaged.
+	ErrCorrupt = errors.New("partition: corrupt")
+)
+
+// OutOfRangeError reports a read outside [LogStartOffset, HighWatermark].
+type OutOfRangeError struct {
+	Offset, LogStartOffset, HighWatermark int64
+}
+
+func (e *OutOfRangeError) Error() string {
+	return fmt.Sprintf("partition: offset %d out of range [%d, %d]", e.Offset, e.LogStartOffset, e.HighWatermark)
+}
+
+// Config configures a Log. Dir must exist.
+type Config struct {
+	Dir   string
+	Key   meta.PartitionKey
+	Meta  meta.Store
+	Owner string // lease owner id; unique per process (or per Lambda container)
+
+	LeaseTTL     time.Duration // default 10s
+	HoldLease    bool
+	SegmentBytes int64 // roll when the next batch would pass this; default 16 MiB
+	SegmentMs    int64 // roll when the active segment is older; 0: never
+
+	IndexIntervalBytes int
+	FS                 segment.FS
+	Now                func() time.Time
+	Logger             *slog.Logger
+	// MaxFlushBytes bounds how many queued bytes one group commit writes.
+	MaxFlushBytes int
+}
+
+func (c *Config) applyDefaults() {
+	if c.LeaseTTL <= 0 {
+		c.LeaseTTL = 10 * time.Second
+	}
+	if c.SegmentBytes <= 0 {
+		c.SegmentBytes = 16 << 20
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.FS == nil {
+		c.FS = segment.OSFS{}
+	}
+	if c.MaxFlushBytes <= 0 {
+		c.MaxFlushBytes = 8 << 20
+	}
+}
+
+// Record is a record to append: key and value only; offset and timestamp are
+// assigned here. Nil Key: no key. Nil Value: tombstone.
+type Record struct {
+	Key, Value []byte
+}
+
+// Appended is where a batch landed: its first offset and the timestamp every
+// record of the batch got.
+type Appended struct {
+	BaseOffset int64
+	Timestamp  int64
+}
+
+// view is the committed state readers use.
+type view struct {
+	hw       int64
+	logStart int64
+	segs     []meta.SegmentInfo // sealed then active, by base offset
+}
+
+// Log is one partition.
+type Log struct {
+	cfg Config
+
+	// Group commit queue.
+	qmu      sync.Mutex
+	queue    []*pending
+	flushing bool
+	closed   bool
+
+	// Writer state, owned by the flush leader.
+	wmu     sync.Mutex
+	w       *segment.Writer
+	holding bool
+	lease   meta.Partition // committed item as of our last write, when holding
+
+	committed atomic.Pointer[view]
+	notifyMu  sync.Mutex
+	notify    chan struct{} // closed and replaced on every commit
+}
+
+type pending struct {
+	recs []Record
+	size int
+	done chan result
+}
+
+type result struct {
+	app Appended
+	err error
+}
+
+// Open opens a partition. It reads the committed state but takes no lease:
+// the first Append does.
+func Open(ctx context.Context, cfg Config) (*Log, error) {
+	cfg.applyDefaults()
+	l := &Log{cfg: cfg, notify: make(chan struct{})}
+	p, err := cfg.Meta.Partition(ctx, cfg.Key)
+	if err != nil {
+		return nil, fmt.Errorf("partition %v: read state: %w", cfg.Key, err)
+	}
+	l.publish(&p)
+	return l, nil
+}
+
+func (l *Log) publish(p *meta.Partition) {
+	v := &view{hw: p.NextOffset, logStart: p.LogStartOffset}
+	v.segs = append(v.segs, p.Sealed...)
+	if p.Active != nil {
+		v.segs = append(v.segs, *p.Active)
+	}
+	l.committed.Store(v)
+	l.notifyMu.Lock()
+	close(l.notify)
+	l.notify = make(chan struct{})
+	l.notifyMu.Unlock()
+}
+
+// Append writes recs as one contiguous batch and returns where it landed,
+// once it is durable and committed.
+func (l *Log) Append(ctx context.Context, recs []Record) (Appended, error) {
+	if len(recs) == 0 {
+		return Appended{}, fmt.Errorf("partition: empty batch")
+	}
+	p := &pending{recs: recs, done: make(chan result, 1)}
+	for i := range recs {
+		p.size += segment.RecordHeaderSize + len(recs[i].Key) + len(recs[i].Value)
+	}
+	l.qmu.Lock()
+	if l.closed {
+		l.qmu.Unlock()
+		return Appended{}, ErrClosed
+	}
+	l.queue = append(l.queue, p)
+	lead := !l.flushing
+	l.flushing = true
+	l.qmu.Unlock()
+	if lead {
+		l.lead(ctx)
+	}
+	// The batch may already be on disk: wait for its outcome whatever ctx
+	// says, so a caller never gets an error for an acknowledged batch.
+	r := <-p.done
+	return r.app, r.err
+}
+
+// lead flushes the queue until it is empty.
+func (l *Log) lead(ctx context.Context) {
+	for {
+		l.qmu.Lock()
+		n, size := 0, 0
+		for n < len(l.queue) && (n == 0 || size+l.queue[n].size <= l.cfg.MaxFlushBytes) {
+			size += l.queue[n].size
+			n++
+		}
+		batch := l.queue[:n:n]
+		l.queue = l.queue[n:]
+		if n == 0 {
+			l.flushing = false
+			l.qmu.Unlock()
+			return
+		}
+		l.qmu.Unlock()
+		l.flush(context.WithoutCancel(ctx), batch)
+	}
+}
+
+func (l *Log) flush(ctx context.Context, batch []*pending) {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	apps, err := l.write(ctx, batch)
+	for i, p := range batch {
+		if err != nil {
+			p.done <- result{err: err}
+		} else {
+			p.done <- result{app: apps[i]}
+		}
+	}
+}
+
+// write runs one round of the protocol for the grouped batches.
+func (l *Log) write(ctx context.Context, batch []*pending) ([]Appended, error) {
+	if err := l.ensureWriter(ctx); err != nil {
+		return nil, err
+	}
+	now := l.cfg.Now()
+	st := l.lease // copy; committed only if the commit succeeds
+	st.Sealed = append([]meta.SegmentInfo(nil), st.Sealed...)
+	ts := max(now.UnixMilli(), st.LastTS)
+
+	total := 0
+	for _, p := range batch {
+		total += p.size
+	}
+	if err := l.maybeRoll(&st, now, int64(total)); err != nil {
+		l.dropWriter(ctx)
+		return nil, err
+	}
+
+	recs := make([]segment.Record, 0, len(batch[0].recs)*len(batch))
+	apps := make([]Appended, len(batch))
+	next := st.NextOffset
+	for i, p := range batch {
+		apps[i] = Appended{BaseOffset: next, Timestamp: ts}
+		for _, r := range p.recs {
+			recs = append(recs, segment.Record{Offset: next, Timestamp: ts, Key: r.Key, Value: r.Value})
+			next++
+		}
+	}
+	if err := l.w.Append(recs); err != nil {
+		l.dropWriter(ctx)
+		return nil, fmt.Errorf("%w: append: %w", ErrUnavailable, err)
+	}
+	if err := l.w.Sync(); err != nil {
+		l.dropWriter(ctx)
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	ws := l.w.State()
+	act := *st.Active
+	act.Size, act.NextOffset, act.LastTS = ws.Size, ws.NextOffset, ws.LastTS
+	if act.FirstTS < 0 {
+		act.FirstTS = ts
+	}
+	st.Active = &act
+	st.NextOffset = next
+	st.LastTS = ts
+	release := !l.cfg.HoldLease
+	if err := l.cfg.Meta.Commit(ctx, st, release, l.cfg.Now(), l.cfg.LeaseTTL); err != nil {
+		// Fenced or unknown: not acknowledged. Forget the writer; the next
+		// batch re-acquires and recovers from whatever was committed.
+		l.closeWriter(false)
+		l.holding = false
+		return nil, fmt.Errorf("%w: commit: %w", ErrUnavailable, err)
+	}
+	if release {
+		st.Owner = ""
+		l.closeWriter(false)
+		l.holding = false
+	}
+	l.lease = st
+	l.publish(&st)
+	return apps, nil
+}
+
+// ensureWriter acquires the lease and opens the active segment unless this
+// Log already holds both.
+func (l *Log) ensureWriter(ctx context.Context) error {
+	if l.holding && l.w != nil {
+		return nil
+	}
+	a, err := l.cfg.Meta.Acquire(ctx, l.cfg.Key, l.cfg.Owner, l.cfg.Now(), l.cfg.LeaseTTL)
+	if err != nil {
+		if errors.Is(err, meta.ErrLeaseHeld) {
+			return fmt.Errorf("%w: lease of %v held by another writer", ErrUnavailable, l.cfg.Key)
+		}
+		return fmt.Errorf("%w: acquire: %w", ErrUnavailable, err)
+	}
+	st := a.Partition
+	st.Sealed = append([]meta.SegmentInfo(nil), st.Sealed...)
+	l.holding, l.lease = true, st
+	if err := l.openActive(ctx, &st, a.TakenOver); err != nil {
+		l.releaseLease(ctx)
+		return err
+	}
+	l.lease = st
+	return nil
+}
+
+// openActive prepares the writer for the acquired state st, rolling to a new
+// segment (recorded in st, committed with the next batch) when the active
+// one must not be continued.
+func (l *Log) openActive(ctx context.Context, st *meta.Partition, takenOver bool) error {
+	if st.Active != nil && !takenOver {
+		act := *st.Active
+		id := segment.ID{Base: act.Base, Epoch: act.Epoch}
+		opts := segment.Options{IndexIntervalBytes: l.cfg.IndexIntervalBytes, FS: l.cfg.FS}
+		rs, err := segment.Recover(l.cfg.Dir, id, act.Size, opts)
+		if err != nil {
+			return fmt.Errorf("%w: recover %s: %w", ErrCorrupt, id, err)
+		}
+		if rs.NextOffset != act.NextOffset || rs.NextOffset != st.NextOffset {
+			return fmt.Errorf("%w: %s ends at offset %d, committed %d", ErrCorrupt, id, rs.NextOffset, st.NextOffset)
+		}
+		w, err := segment.Open(l.cfg.Dir, id, rs, opts)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		l.w = w
+		return nil
+	}
+	// First segment, or a takeover: seal the old active at its committed
+	// length and roll. We never write into a file another epoch created.
+	if st.Active != nil {
+		l.cfg.Logger.Info("lease taken over; sealing active segment",
+			"partition", l.cfg.Key.Partition, "topic", l.cfg.Key.Topic, "epoch", st.Epoch,
+			"base", st.Active.Base, "committed", st.Active.Size)
+	}
+	return l.roll(st, l.cfg.Now())
+}
+
+// roll seals the active segment in st (if it has records) and creates a new
+// one at st.NextOffset under st.Epoch.
+func (l *Log) roll(st *meta.Partition, now time.Time) error {
+	if l.w != nil {
+		// Seal: make the indexes durable too; the segment is immutable now.
+		if err := l.w.Close(); err != nil {
+			l.w = nil
+			return fmt.Errorf("%w: seal: %w", ErrUnavailable, err)
+		}
+		l.w = nil
+	}
+	if st.Active != nil && st.Active.NextOffset > st.Active.Base {
+		st.Sealed = append(st.Sealed, *st.Active)
+	}
+	id := segment.ID{Base: st.NextOffset, Epoch: st.Epoch}
+	w, err := segment.Create(l.cfg.Dir, id, segment.Options{IndexIntervalBytes: l.cfg.IndexIntervalBytes, FS: l.cfg.FS})
+	if errors.Is(err, os.ErrExist) {
+		// Left by an earlier attempt of ours that was never committed
+		// (same epoch, same base): nobody else can own this name.
+		if rerr := removeSegment(l.cfg.Dir, id); rerr == nil {
+			w, err = segment.Create(l.cfg.Dir, id, segment.Options{IndexIntervalBytes: l.cfg.IndexIntervalBytes, FS: l.cfg.FS})
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%w: roll: %w", ErrUnavailable, err)
+	}
+	l.w = w
+	st.Active = &meta.SegmentInfo{
+		Base: id.Base, Epoch: id.Epoch, Size: w.Size(), NextOffset: id.Base,
+		FirstTS: -1, LastTS: -1, CreatedMs: now.UnixMilli(),
+	}
+	return nil
+}
+
+func removeSegment(dir string, id segment.ID) error {
+	for _, k := range []segment.Kind{segment.KindLog, segment.KindIndex, segment.KindTimeIndex} {
+		if err := os.Remove(id.Path(dir, k)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// maybeRoll rolls when the batch would push the active segment past
+// SegmentBytes or the active segment is older than SegmentMs.
+func (l *Log) maybeRoll(st *meta.Partition, now time.Time, batchBytes int64) error {
+	act := st.Active
+	if act.NextOffset == act.Base {
+		return nil // empty: write here whatever the size
+	}
+	full := act.Size+batchBytes > l.cfg.SegmentBytes
+	old := l.cfg.SegmentMs > 0 && now.UnixMilli()-act.CreatedMs >= l.cfg.SegmentMs
+	if !full && !old {
+		return nil
+	}
+	return l.roll(st, now)
+}
+
+func (l *Log) closeWriter(sync bool) {
+	if l.w == nil {
+		return
+	}
+	if sync {
+		l.w.Close()
+	} else {
+		l.w.Release()
+	}
+	l.w = nil
+}
+
+// dropWriter forgets a writer after a local failure and releases the lease
+// with the last committed state, so the next batch re-acquires and recovers
+// the files to what was committed.
+func (l *Log) dropWriter(ctx context.Context) {
+	l.closeWriter(false)
+	l.releaseLease(ctx)
+}
+
+func (l *Log) releaseLease(ctx context.Context) {
+	if !l.holding {
+		return
+	}
+	l.holding = false
+	if l.w != nil {
+		l.closeWriter(false)
+	}
+	// Release with the state as committed (lease has our epoch and owner).
+	if err := l.cfg.Meta.Commit(ctx, l.lease, true, l.cfg.Now(), l.cfg.LeaseTTL); err != nil {
+		l.cfg.Logger.Warn("release lease", "topic", l.cfg.Key.Topic, "partition", l.cfg.Key.Partition, "err", err)
+	}
+}
+
+// Close waits for in-flight appends, syncs the active segment's indexes and
+// releases the lease cleanly, so the next owner continues the segment.
+func (l *Log) Close(ctx context.Context) error {
+	l.qmu.Lock()
+	l.closed = true
+	l.qmu.Unlock()
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	if !l.holding {
+		return nil
+	}
+	var err error
+	if l.w != nil {
+		err = l.w.Close()
+		l.w = nil
+	}
+	l.holding = false
+	if cerr := l.cfg.Meta.Commit(ctx, l.lease, true, l.cfg.Now(), l.cfg.LeaseTTL); cerr != nil && err == nil {
+		err = fmt.Errorf("partition %v: release: %w", l.cfg.Key, cerr)
+	}
+	return err
+}
+
+// view returns the committed state: from memory while this Log holds the
+// lease (it is the only writer), else from the metadata store.
+func (l *Log) view(ctx context.Context) (*view, error) {
+	if l.cfg.HoldLease {
+		return l.committed.Load(), nil
+	}
+	p, err := l.cfg.Meta.Partition(ctx, l.cfg.Key)
+	if err != nil {
+		return nil, fmt.Errorf("%w: read state: %w", ErrUnavailable, err)
+	}
+	l.publishIfNewer(&p)
+	return l.committed.Load(), nil
+}
+
+func (l *Log) publishIfNewer(p *meta.Partition) {
+	if cur := l.committed.Load(); cur == nil || p.NextOffset != cur.hw || p.LogStartOffset != cur.logStart || len(cur.segs) != len(p.Sealed)+btoi(p.Active != nil) {
+		l.publish(p)
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Bounds returns the log start offset and the high watermark.
+func (l *Log) Bounds(ctx context.Context) (logStart, hw int64, err error) {
+	v, err := l.view(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	return v.logStart, v.hw, nil
+}
+
+// Read returns committed records from offset on. An offset equal to the high
+// watermark yields no records; one outside [log start, high watermark] is an
+// *OutOfRangeError.
+func (l *Log) Read(ctx context.Context, offset int64, maxRecords, maxBytes int) ([]segment.Record, Bounds, error) {
+	v, err := l.view(ctx)
+	if err != nil {
+		return nil, Bounds{}, err
+	}
+	out, err := l.read(v, offset, maxRecords, maxBytes)
+	return out, Bounds{LogStartOffset: v.logStart, HighWatermark: v.hw}, err
+}
+
+// Bounds are a partition's committed offsets.
+type Bounds struct {
+	LogStartOffset int64
+	HighWatermark  int64
+}
+
+func (l *Log) read(v *view, offset int64, maxRecords, maxBytes int) ([]segment.Record, error) {
+	if offset < v.logStart || offset > v.hw {
+		return nil, &OutOfRangeError{Offset: offset, LogStartOffset: v.logStart, HighWatermark: v.hw}
+	}
+	var out []segment.Record
+	bytes := 0
+	for i := l.segmentFor(v, offset); i < len(v.segs) && offset < v.hw && len(out) < maxRecords; i++ {
+		s := v.segs[i]
+		if s.NextOffset <= offset {
+			continue
+		}
+		id := segment.ID{Base: s.Base, Epoch: s.Epoch}
+		r, c, err := segment.OpenReader(l.cfg.Dir, id, s.Size, l.cfg.FS)
+		if err != nil {
+			return out, fmt.Errorf("%w: %w", ErrCorrupt, err)
+		}
+		budget := maxBytes - bytes
+		if len(out) > 0 && budget <= 0 {
+			c.Close()
+			break
+		}
+		recs, err := r.Read(offset, maxRecords-len(out), max(budget, 1))
+		c.Close()
+		if err != nil {
+			return out, fmt.Errorf("%w: %w", ErrCorrupt, err)
+		}
+		if len(out) > 0 && len(recs) > 0 && bytes+segment.EncodedSize(&recs[0]) > maxBytes {
+			break
+		}
+		for i := range recs {
+			n := segment.EncodedSize(&recs[i])
+			if len(out) > 0 && bytes+n > maxBytes {
+				return out, nil
+			}
+			bytes += n
+			out = append(out, recs[i])
+			offset = recs[i].Offset + 1
+		}
+	}
+	return out, nil
+}
+
+// segmentFor returns the index of the last segment with base <= offset.
+func (l *Log) segmentFor(v *view, offset int64) int {
+	i := 0
+	for j, s := range v.segs {
+		if s.Base <= offset {
+			i = j
+		}
+	}
+	return i
+}
+
+// Wait blocks until the high watermark passes offset, d passes, or ctx ends.
+func (l *Log) Wait(ctx context.Context, offset int64, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	poll := time.NewTicker(100 * time.Millisecond)
+	defer poll.Stop()
+	for {
+		l.notifyMu.Lock()
+		ch := l.notify
+		l.notifyMu.Unlock()
+		v, err := l.view(ctx)
+		if err != nil || v.hw > offset {
+			return
+		}
+		select {
+		case <-ch:
+		case <-poll.C: // another process may have committed (no HoldLease)
+		case <-timer.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// OffsetForTime returns the first offset whose timestamp is >= ts, or
+// found=false (and the high watermark) if there is none.
+func (l *Log) OffsetForTime(ctx context.Context, ts int64) (offset, timestamp int64, found bool, err error) {
+	v, err := l.view(ctx)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	for _, s := range v.segs {
+		if s.NextOffset <= max(s.Base, v.logStart) || s.LastTS < ts {
+			continue
+		}
+		id := segment.ID{Base: s.Base, Epoch: s.Epoch}
+		r, c, err := segment.OpenReader(l.cfg.Dir, id, s.Size, l.cfg.FS)
+		if err != nil {
+			return 0, 0, false, fmt.Errorf("%w: %w", ErrCorrupt, err)
+		}
+		off, t, ok, err := r.OffsetForTime(ts)
+		c.Close()
+		if err != nil {
+			return 0, 0, false, fmt.Errorf("%w: %w", ErrCorrupt, err)
+		}
+		if ok && off >= v.logStart {
+			return off, t, true, nil
+		}
+	}
+	return v.hw, 0, false, nil
+}
