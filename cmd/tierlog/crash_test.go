@@ -1,0 +1,336 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// tierlogBinary builds the real tierlog binary once per test run.
+func tierlogBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "tierlog-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "tierlog")
+		out, err := exec.Command("go", "build", "-race", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// server is a running `tierlog serve` process.
+type server struct {
+	cmd  *exec.Cmd
+	url  string
+	logs *bytes.Buffer
+	mu   *sync.Mutex
+	done chan struct{}
+}
+
+var addrRE = regexp.MustCompile(`addr=(127\.0\.0\.1:\d+)`)
+
+func startServer(t *testing.T, dataDir string) *server {
+	t.Helper()
+	cmd := exec.Command(tierlogBinary(t), "serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &server{cmd: cmd, logs: &bytes.Buffer{}, mu: &sync.Mutex{}, done: make(chan struct{})}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			s.mu.Lock()
+			s.logs.WriteString(line + "\n")
+			s.mu.Unlock()
+			if m := addrRE.FindStringSubmatch(line); m != nil && strings.Contains(line, "listening") {
+				select {
+				case addr <- m[1]:
+				default:
+				}
+			}
+		}
+	}()
+	go func() { cmd.Wait(); close(s.done) }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-s.done })
+	select {
+	case a := <-addr:
+		s.url = "http://" + a
+	case <-s.done:
+		t.Fatalf("server exited before listening:\n%s", s.logText())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("server did not log its address:\n%s", s.logText())
+	}
+	return s
+}
+
+func (s *server) logText() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.logs.String()
+}
+
+func (s *server) kill(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	s.cmd.Process.Signal(sig)
+	select {
+	case <-s.done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("server did not exit after %v", sig)
+	}
+}
+
+var client = &http.Client{Timeout: 30 * time.Second}
+
+func doJSON(method, url string, body, out any) (int, error) {
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, url, rd)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if out != nil && resp.StatusCode/100 == 2 {
+		if err := json.Unmarshal(b, out); err != nil {
+			return resp.StatusCode, fmt.Errorf("decode %s: %w", b, err)
+		}
+	}
+	return resp.StatusCode, nil
+}
+
+type produceReq struct {
+	Records []produceRec `json:"records"`
+}
+type produceRec struct {
+	Value string `json:"value"`
+}
+type produceResp struct {
+	Offsets []struct {
+		Partition int   `json:"partition"`
+		Offset    int64 `json:"offset"`
+	} `json:"offsets"`
+}
+type fetchResp struct {
+	Records []struct {
+		Offset    int64   `json:"offset"`
+		Timestamp int64   `json:"timestamp"`
+		Value     *string `json:"value"`
+	} `json:"records"`
+	HighWatermark int64 `json:"high_watermark"`
+}
+
+// ledger is what the clients know: every value sent, and the offset of
+// every value acknowledged.
+type ledger struct {
+	mu    sync.Mutex
+	sent  map[string]bool
+	acked map[int]map[int64]string // partition -> offset -> value
+	seen  map[int]map[int64]string // what earlier verifications read
+}
+
+// TestCrashKill9 runs the real binary, produces from concurrent clients,
+// kills it with SIGKILL mid-load, restarts it, and checks I1-I3 (and I6)
+// after every restart.
+func TestCrashKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test runs the real binary; skipped with -short")
+	}
+	const (
+		partitions = 3
+		clients    = 6
+		kills      = 6
+	)
+	dataDir := t.TempDir()
+	l := &ledger{sent: map[string]bool{}, acked: map[int]map[int64]string{}, seen: map[int]map[int64]string{}}
+	for p := 0; p < partitions; p++ {
+		l.acked[p] = map[int64]string{}
+		l.seen[p] = map[int64]string{}
+	}
+	rng := rand.New(rand.NewPCG(1, uint64(time.Now().UnixNano())))
+	totalAcked := 0
+	for round := 0; round <= kills; round++ {
+		s := startServer(t, dataDir)
+		if round == 0 {
+			code, err := doJSON("POST", s.url+"/v1/topics", map[string]any{"name": "crash", "partitions": partitions, "segment_bytes": 64 << 10}, nil)
+			if err != nil || code != 201 {
+				t.Fatalf("create topic: %d %v", code, err)
+			}
+		}
+		verify(t, s.url, partitions, l)
+		if round == kills {
+			s.kill(t, syscall.SIGTERM) // the last stop is graceful
+			s = startServer(t, dataDir)
+			verify(t, s.url, partitions, l)
+			break
+		}
+
+		var stop atomic.Bool
+		var wg sync.WaitGroup
+		var acks atomic.Int64
+		for c := 0; c < clients; c++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for seq := 0; !stop.Load(); seq++ {
+					p := (c + seq) % partitions
+					n := 1 + (c*7+seq)%20
+					req := produceReq{}
+					for i := 0; i < n; i++ {
+						v := fmt.Sprintf("r%d-c%d-s%d-i%d-%s", round, c, seq, i, strings.Repeat("x", (c*31+i)%200))
+						req.Records = append(req.Records, produceRec{Value: v})
+					}
+					l.mu.Lock()
+					for _, r := range req.Records {
+						l.sent[r.Value] = true
+					}
+					l.mu.Unlock()
+					var resp produceResp
+					code, err := doJSON("POST", fmt.Sprintf("%s/v1/topics/crash/partitions/%d/records", s.url, p), req, &resp)
+					if err != nil || code != 200 {
+						if stop.Load() {
+							return
+						}
+						if code == 503 {
+							continue // lease busy after restart: retry later
+						}
+						if err != nil {
+							return // the server is gone
+						}
+						t.Errorf("produce: status %d", code)
+						return
+					}
+					if len(resp.Offsets) != n {
+						t.Errorf("produce: %d offsets for %d records", len(resp.Offsets), n)
+						return
+					}
+					l.mu.Lock()
+					for i, o := range resp.Offsets {
+						if prev, ok := l.acked[p][o.Offset]; ok {
+							t.Errorf("I1: offset %d of partition %d acknowledged twice (%q, %q)", o.Offset, p, prev, req.Records[i].Value)
+						}
+						l.acked[p][o.Offset] = req.Records[i].Value
+					}
+					l.mu.Unlock()
+					acks.Add(int64(n))
+				}
+			}()
+		}
+		time.Sleep(time.Duration(300+rng.IntN(700)) * time.Millisecond)
+		s.kill(t, syscall.SIGKILL)
+		stop.Store(true)
+		wg.Wait()
+		totalAcked += int(acks.Load())
+		t.Logf("round %d: %d records acknowledged before SIGKILL", round, acks.Load())
+		if acks.Load() == 0 {
+			t.Fatalf("round %d acknowledged nothing:\n%s", round, s.logText())
+		}
+	}
+	t.Logf("%d kills, %d records acknowledged, all verified", kills, totalAcked)
+}
+
+// verify reads every partition from 0 and checks I1 (dense), I2 (every
+// acknowledged record at its offset with identical bytes), I3 (only sent
+// records; what was seen at an offset before is still there) and I6.
+func verify(t *testing.T, url string, partitions int, l *ledger) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for p := 0; p < partitions; p++ {
+		var got []string
+		var lastTS int64
+		deadline := time.Now().Add(30 * time.Second)
+		for off := int64(0); ; {
+			var f fetchResp
+			code, err := doJSON("GET", fmt.Sprintf("%s/v1/topics/crash/partitions/%d/records?offset=%d&max_records=10000&max_bytes=4194304", url, p, off), nil, &f)
+			if code == 503 && time.Now().Before(deadline) {
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+			if err != nil || code != 200 {
+				t.Fatalf("fetch p%d@%d: %d %v", p, off, code, err)
+			}
+			for _, r := range f.Records {
+				if r.Offset != off {
+					t.Fatalf("I1: partition %d: offset %d where %d expected", p, r.Offset, off)
+				}
+				if r.Timestamp < lastTS {
+					t.Fatalf("I6: partition %d: timestamp %d after %d at %d", p, r.Timestamp, lastTS, off)
+				}
+				lastTS = r.Timestamp
+				if r.Value == nil {
+					t.Fatalf("partition %d offset %d: null value never sent", p, off)
+				}
+				got = append(got, *r.Value)
+				off++
+			}
+			if off >= f.HighWatermark {
+				break
+			}
+			if len(f.Records) == 0 {
+				t.Fatalf("partition %d: empty fetch at %d below hw %d", p, off, f.HighWatermark)
+			}
+		}
+		seenValues := map[string]int64{}
+		for off, v := range got {
+			if !l.sent[v] {
+				t.Fatalf("I3: partition %d offset %d holds %q, never sent", p, off, v)
+			}
+			if prev, dup := seenValues[v]; dup {
+				t.Fatalf("partition %d: %q at offsets %d and %d", p, v, prev, off)
+			}
+			seenValues[v] = int64(off)
+			if before, ok := l.seen[p][int64(off)]; ok && before != v {
+				t.Fatalf("I3: partition %d offset %d was %q, now %q", p, off, before, v)
+			}
+			l.seen[p][int64(off)] = v
+		}
+		for off, v := range l.acked[p] {
+			if off >= int64(len(got)) {
+				t.Fatalf("I2: partition %d: acknowledged offset %d lost (hw %d)", p, off, len(got))
+			}
+			if got[off] != v {
+				t.Fatalf("I2: partition %d offset %d holds %q, acknowledged %q", p, off, got[off], v)
+			}
+		}
+	}
+}

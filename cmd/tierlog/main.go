@@ -1,0 +1,62 @@
+// Command tierlog is tierlog's one binary: `tierlog serve` runs the whole
+// log locally on the embedded default; the other subcommands talk to a
+// server.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes scripts can trust.
+const (
+	exitOK      = 0
+	exitFailure = 1 // the operation failed
+	exitUsage   = 2 // bad flags or arguments
+)
+
+// usageError marks errors in how the command was called.
+type usageError struct{ error }
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	root := newRoot()
+	root.SetArgs(args)
+	if err := root.Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "tierlog:", err)
+		var ue usageError
+		if errors.As(err, &ue) {
+			return exitUsage
+		}
+		return exitFailure
+	}
+	return exitOK
+}
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "tierlog",
+		Short:         "A serverless, tiered, Kafka-style log",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageError{fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())}
+	})
+	root.AddCommand(newServeCmd())
+	return root
+}
+
+// envDefault returns the environment variable's value, or def.
+func envDefault(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok && v != "" {
+		return v
+	}
+	return def
+}
