@@ -101,7 +101,10 @@ type Acquired struct {
 	Partition
 	// TakenOver is true when the lease was taken from an owner whose lease
 	// had expired without a release: that owner may still be alive (a
-	// zombie) and writing, so the new owner must not reuse its files.
+	// zombie) and writing, so the new owner must not reuse its files. It
+	// is true whenever the previous lease was not released (Owner was not
+	// ""), including an owner re-taking its own live lease; false when the
+	// previous owner released or there was none.
 	TakenOver bool
 }
 
@@ -135,20 +138,33 @@ type Store interface {
 	// ErrLeaseHeld if another owner's lease is live. An owner may take its
 	// own live lease again: it says it lost its in-memory state (a process
 	// restarted under a stable owner name); that counts as a takeover, since
-	// the earlier holder did not release.
+	// the earlier holder did not release. A lease is live while Owner != ""
+	// and now < LeaseUntil (unix ms): at exactly now+ttl it has expired. An
+	// item that does not exist yet starts from the zero state, so the first
+	// Acquire returns Epoch 1. owner must not be "".
 	Acquire(ctx context.Context, k PartitionKey, owner string, now time.Time, ttl time.Duration) (Acquired, error)
 	// Commit writes p's committed state if p.Epoch and p.Owner are still
 	// the item's, else ErrFenced. With release it frees the lease (Owner
 	// becomes ""); otherwise it extends it to now+ttl. ErrUnavailable means
-	// the outcome is unknown.
+	// the outcome is unknown. p's key fields name the item; a missing item
+	// is ErrFenced, and so is p.Owner == "" (a released item never
+	// matches). The lease need not be live: an expired lease nobody has
+	// re-acquired still commits, since every Acquire bumps the epoch first.
+	// Commit sets NextOffset, LogStartOffset, LastTS, Active and Sealed from
+	// p, keeps Epoch, and ignores p.LeaseUntil. An empty Sealed may read
+	// back as nil.
 	Commit(ctx context.Context, p Partition, release bool, now time.Time, ttl time.Duration) error
-	// DeletePartition removes a partition item (topic deletion).
+	// DeletePartition removes a partition item (topic deletion). It is
+	// unconditional, and deleting a missing item is not an error.
 	DeletePartition(ctx context.Context, k PartitionKey) error
 
-	// CommitOffsets stores group offsets, one item each.
+	// CommitOffsets stores group offsets, one item each, unconditionally
+	// (last write wins; an offset may move backwards). An empty list is a
+	// no-op. It is not atomic across items.
 	CommitOffsets(ctx context.Context, group string, offsets []GroupOffset) error
 	// GroupOffsets returns the group's offsets for topic, sorted by
-	// partition.
+	// partition. An unknown group or topic gives an empty list, not an
+	// error.
 	GroupOffsets(ctx context.Context, group, topic string) ([]GroupOffset, error)
 
 	// Close releases resources. The Store is unusable afterwards.

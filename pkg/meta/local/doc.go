@@ -1,0 +1,114 @@
+// Package local is the embedded meta.Store: the whole metadata set lives in
+// memory and every mutation is appended to a journal file and fsynced before
+// the method returns. It is what the zero-setup local server and library
+// users run; Lambda runs the DynamoDB adapter instead. Both pass the same
+// conformance suite, package meta/metatest.
+//
+// # Files
+//
+// One store owns one directory:
+//
+//	LOCK                          flock(LOCK_EX) held while the store is open
+//	SNAPSHOT                      every item as of the start of journal <seq> (optional)
+//	SNAPSHOT.tmp                  a snapshot being written; removed at Open
+//	journal-0000000000000007.log  mutations since SNAPSHOT, oldest first
+//
+// Open loads SNAPSHOT (if any), replays journal files with seq at or above
+// the snapshot's seq in order, and appends to the last one. Journal seqs are
+// contiguous; journals below the snapshot's seq are leftovers of an
+// interrupted rotation and are deleted.
+//
+// # File layout
+//
+// All integers are little-endian. Wire constants never change. A journal and
+// a snapshot share one layout: a 20-byte file header, then frames back to
+// back.
+//
+//	file header (20 bytes)
+//	+--------+---------+----------+----------+----------+
+//	| magic  | version | reserved |   seq    | hdr crc  |
+//	|  4 B   |   2 B   |   2 B    |   8 B    |   4 B    |
+//	+--------+---------+----------+----------+----------+
+//	0        4         6          8          16         20
+//	  "TLMJ" journal      zero       uint64    CRC-32C of bytes 0..15
+//	  "TLMS" snapshot
+//
+//	frame (8-byte header + payload)
+//	+----------+----------+---------------------------+
+//	|  length  |   crc    |          payload          |
+//	|   4 B    |   4 B    |        length bytes       |
+//	+----------+----------+---------------------------+
+//	0          4          8                           8+length
+//
+// | field   | meaning                                                         |
+// |---------|-----------------------------------------------------------------|
+// | seq     | journal: its own sequence number, equal to the one in its name; |
+// |         | snapshot: the first journal to replay on top of it              |
+// | length  | payload bytes, 1..MaxEntrySize (so the top byte is always zero) |
+// | crc     | CRC-32C (Castagnoli) of the 4 length bytes followed by the      |
+// |         | payload: a flipped length on a whole frame fails the CRC        |
+// | payload | one JSON entry, below                                           |
+//
+// A payload is one mutation carrying the full new value of the item it
+// touches, so replay is "set" or "delete", never "modify":
+//
+//	{"op":"put_topic","topic":{...meta.TopicConfig}}
+//	{"op":"del_topic","name":"orders"}
+//	{"op":"put_part","part":{...meta.Partition}}
+//	{"op":"del_part","key":{"topic":"orders","topic_id":"...","partition":3}}
+//	{"op":"put_offsets","group":"g1","offsets":[{...meta.GroupOffset},...]}
+//	{"op":"end","count":42}     snapshot only: the last frame, count of frames before it
+//
+// # Durability and recovery
+//
+// A mutation checks its condition against the in-memory state, writes one
+// frame at the journal's end with one positioned write, fdatasyncs, and only
+// then applies it in memory and returns. A crash can therefore tear at most
+// the last frame of the last journal, and only one nobody was told about.
+// Open tells a torn tail from corruption the way etcd's WAL decoder does:
+//
+//   - the last journal ends inside a frame header, or inside a frame whose
+//     length runs past the end of the file: torn, truncated away;
+//   - a zero length with nothing but zero bytes after it: a zero-filled
+//     tail (the size reached the disk, the data did not): torn, truncated;
+//   - a whole frame failing its CRC with only zero bytes after it and a
+//     zero-filled 512-byte sector in its payload: torn, truncated;
+//   - anything else that does not decode (a CRC failure with data after it,
+//     a length over MaxEntrySize, a zero length followed by data, bad JSON
+//     under a good CRC): ErrCorrupt, and Open fails. So does any flaw in the
+//     snapshot or in a journal that is not the last one, which were fully
+//     fsynced before anything newer was written.
+//
+// One ambiguity is inherent in the framing: a bit flip in the low bytes of a
+// length field that makes a frame in the middle claim to run past the end of
+// the file looks exactly like a torn tail, and the frames after it are
+// dropped. The CRC covering the length catches every other flip of it.
+//
+// A failed write or fsync leaves the journal's state unknown (after a failed
+// fsync Linux may already have dropped the dirty pages), so the mutation
+// returns meta.ErrUnavailable and the store refuses further mutations with
+// it; reads keep serving the last durable state. Reopening recovers.
+//
+// # Snapshots
+//
+// When the journal passes the snapshot threshold (4 MiB by default,
+// WithSnapshotBytes) the next mutation rotates it, still under the writer
+// lock: create journal seq+1 with its header (fsync file and directory),
+// switch writes to it, write SNAPSHOT.tmp with every item and seq+1, fsync
+// it, rename it over SNAPSHOT, fsync the directory, delete older journals.
+// A crash at any step leaves a state Open replays to the same items. A
+// failed rotation does not fail the mutation that triggered it (that one is
+// already durable); it is retried after another threshold of journal.
+//
+// # Concurrency
+//
+// Store is safe for concurrent use. Mutations are serialized by a writer
+// lock held across the fsync; reads take a read lock on the in-memory state,
+// which is only ever changed after the change is durable, so readers never
+// wait for a disk and never see a mutation that a crash could undo. Lock
+// order: writer lock, then state lock. Every value returned is a copy.
+//
+// Two processes (or two Opens in one process) cannot share a directory: Open
+// takes flock(LOCK_EX|LOCK_NB) on LOCK and returns ErrLocked if it is held.
+// The lock is released by Close or by the process dying.
+package local

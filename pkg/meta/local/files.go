@@ -1,0 +1,387 @@
+package local
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+const (
+	lockName        = "LOCK"
+	snapshotName    = "SNAPSHOT"
+	snapshotTmpName = "SNAPSHOT.tmp"
+	journalPrefix   = "journal-"
+	journalSuffix   = ".log"
+)
+
+func journalName(seq uint64) string {
+	return fmt.Sprintf("%s%016x%s", journalPrefix, seq, journalSuffix)
+}
+
+// parseJournalName returns the seq of a journal file name.
+func parseJournalName(name string) (uint64, bool) {
+	hex, ok := strings.CutPrefix(name, journalPrefix)
+	if !ok {
+		return 0, false
+	}
+	hex, ok = strings.CutSuffix(hex, journalSuffix)
+	if !ok || len(hex) != 16 {
+		return 0, false
+	}
+	seq, err := strconv.ParseUint(hex, 16, 64)
+	return seq, err == nil
+}
+
+// lockDir takes the exclusive flock on dir/LOCK. The lock lives as long as
+// the returned file is open.
+func lockDir(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, lockName), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("meta/local: lock %s: %w", dir, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w: %s is open in another Store (this process or another)", ErrLocked, dir)
+		}
+		return nil, fmt.Errorf("meta/local: lock %s: %w", dir, err)
+	}
+	return f, nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	return errors.Join(d.Sync(), d.Close())
+}
+
+// osFile is a journal on disk; Sync is fdatasync where there is one.
+type osFile struct{ *os.File }
+
+func (f osFile) Sync() error { return datasync(f.File) }
+
+// journals lists the journal seqs in dir, ascending.
+func journals(dir string) ([]uint64, error) {
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var seqs []uint64
+	for _, de := range des {
+		if seq, ok := parseJournalName(de.Name()); ok && de.Type().IsRegular() {
+			seqs = append(seqs, seq)
+		}
+	}
+	slices.Sort(seqs)
+	return seqs, nil
+}
+
+// load rebuilds the state from dir and opens the journal to append to.
+func (s *Store) load() error {
+	dir := s.dir
+	if err := os.Remove(filepath.Join(dir, snapshotTmpName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("meta/local: remove stale snapshot: %w", err)
+	}
+	st := newState()
+	first := uint64(1) // first journal to replay
+	b, err := os.ReadFile(filepath.Join(dir, snapshotName))
+	switch {
+	case err == nil:
+		if first, err = loadSnapshot(b, &st); err != nil {
+			return fmt.Errorf("meta/local: %s: %w", snapshotName, err)
+		}
+	case !errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("meta/local: read snapshot: %w", err)
+	}
+
+	seqs, err := journals(dir)
+	if err != nil {
+		return fmt.Errorf("meta/local: list %s: %w", dir, err)
+	}
+	var live []uint64
+	for _, seq := range seqs {
+		if seq < first {
+			// Left over from a rotation that crashed before deleting it.
+			if err := os.Remove(filepath.Join(dir, journalName(seq))); err != nil {
+				return fmt.Errorf("meta/local: remove old journal: %w", err)
+			}
+			continue
+		}
+		live = append(live, seq)
+	}
+	for i, seq := range live {
+		if seq != first+uint64(i) {
+			return fmt.Errorf("%w: journal %016x missing (have %x from %x)", ErrCorrupt, first+uint64(i), live, first)
+		}
+	}
+
+	if len(live) == 0 {
+		if first != 1 {
+			return fmt.Errorf("%w: snapshot names journal %016x, which is missing", ErrCorrupt, first)
+		}
+		j, err := createJournal(dir, first)
+		if err != nil {
+			return err
+		}
+		s.setJournal(j, first)
+	}
+	for i, seq := range live {
+		last := i == len(live)-1
+		valid, size, err := replayJournal(dir, seq, last, &st)
+		if err != nil {
+			return fmt.Errorf("meta/local: %s: %w", journalName(seq), err)
+		}
+		if last {
+			f, err := os.OpenFile(filepath.Join(dir, journalName(seq)), os.O_RDWR, 0)
+			if err != nil {
+				return fmt.Errorf("meta/local: open journal: %w", err)
+			}
+			j := osFile{f}
+			if valid != size || valid == 0 {
+				if err := repairTail(j, seq, int64(valid)); err != nil {
+					f.Close()
+					return err
+				}
+			}
+			s.setJournal(j, seq)
+			s.w.size = int64(max(valid, FileHeaderSize))
+		}
+	}
+	s.mu.st = st
+	return nil
+}
+
+func (s *Store) setJournal(j file, seq uint64) {
+	s.w.j, s.w.seq, s.w.size = j, seq, FileHeaderSize
+	s.w.rotateAt = FileHeaderSize + s.opts.snapshotBytes
+}
+
+// repairTail makes the last journal end at valid, its last whole frame:
+// it rewrites a torn header (valid 0) and truncates a torn tail.
+func repairTail(j file, seq uint64, valid int64) error {
+	if valid == 0 {
+		if err := j.Truncate(0); err != nil {
+			return fmt.Errorf("meta/local: truncate torn journal: %w", err)
+		}
+		if _, err := j.WriteAt(appendFileHeader(nil, journalMagic, seq), 0); err != nil {
+			return fmt.Errorf("meta/local: rewrite journal header: %w", err)
+		}
+	} else if err := j.Truncate(valid); err != nil {
+		return fmt.Errorf("meta/local: truncate torn journal tail: %w", err)
+	}
+	if err := j.Sync(); err != nil {
+		return fmt.Errorf("meta/local: sync journal: %w", err)
+	}
+	return nil
+}
+
+// replayJournal applies journal seq to st and returns the length of its
+// valid prefix (0 when even the header is torn) and of the file. A torn tail or header is
+// allowed only in the last journal; anywhere else it is ErrCorrupt.
+func replayJournal(dir string, seq uint64, last bool, st *state) (valid, size int, err error) {
+	b, err := os.ReadFile(filepath.Join(dir, journalName(seq)))
+	if err != nil {
+		return 0, 0, err
+	}
+	hseq, err := decodeFileHeader(b, journalMagic)
+	if err != nil {
+		if last && errors.Is(err, errTorn) && (len(b) < FileHeaderSize || allZero(b)) {
+			return 0, len(b), nil // created, header never durable, nothing else written
+		}
+		return 0, 0, torn(err)
+	}
+	if hseq != seq {
+		return 0, 0, fmt.Errorf("%w: header seq %016x", ErrCorrupt, hseq)
+	}
+	pos := FileHeaderSize
+	for {
+		payload, next, err := readFrame(b, pos)
+		if err == io.EOF {
+			return pos, len(b), nil
+		}
+		if err != nil {
+			if last && errors.Is(err, errTorn) {
+				return pos, len(b), nil
+			}
+			return 0, 0, torn(err)
+		}
+		e, err := decodeEntry(payload, pos)
+		if err != nil {
+			return 0, 0, err
+		}
+		if err := st.apply(e); err != nil {
+			return 0, 0, fmt.Errorf("entry at %d: %w", pos, err)
+		}
+		pos = next
+	}
+}
+
+// torn turns errTorn into ErrCorrupt where a torn write cannot happen.
+func torn(err error) error {
+	if errors.Is(err, errTorn) {
+		return fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	return err
+}
+
+// loadSnapshot applies snapshot bytes b to st and returns the seq of the
+// first journal to replay after it. Every flaw is ErrCorrupt: a snapshot is
+// renamed into place only once complete and synced.
+func loadSnapshot(b []byte, st *state) (uint64, error) {
+	seq, err := decodeFileHeader(b, snapshotMagic)
+	if err != nil {
+		return 0, torn(err)
+	}
+	pos := FileHeaderSize
+	for n := int64(0); ; n++ {
+		payload, next, err := readFrame(b, pos)
+		if err == io.EOF {
+			return 0, fmt.Errorf("%w: snapshot ends without its end entry after %d entries", ErrCorrupt, n)
+		}
+		if err != nil {
+			return 0, torn(err)
+		}
+		e, err := decodeEntry(payload, pos)
+		if err != nil {
+			return 0, err
+		}
+		if e.Op == opEnd {
+			if e.Count != n || next != len(b) {
+				return 0, fmt.Errorf("%w: snapshot end entry counts %d, read %d, %d bytes after it", ErrCorrupt, e.Count, n, len(b)-next)
+			}
+			return seq, nil
+		}
+		if err := st.apply(e); err != nil {
+			return 0, fmt.Errorf("entry at %d: %w", pos, err)
+		}
+		pos = next
+	}
+}
+
+// createJournal creates journal seq holding only its header, durable with
+// its directory entry. On failure it removes what it created.
+func createJournal(dir string, seq uint64) (file, error) {
+	path := filepath.Join(dir, journalName(seq))
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("meta/local: create journal: %w", err)
+	}
+	j := osFile{f}
+	_, err = j.WriteAt(appendFileHeader(nil, journalMagic, seq), 0)
+	if err == nil {
+		err = j.Sync()
+	}
+	if err == nil {
+		err = syncDir(dir)
+	}
+	if err != nil {
+		f.Close()
+		if rerr := os.Remove(path); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+			return nil, &stuckJournalError{fmt.Errorf("meta/local: create journal: %w; remove it: %w", err, rerr)}
+		}
+		return nil, fmt.Errorf("meta/local: create journal: %w", err)
+	}
+	return j, nil
+}
+
+// stuckJournalError means a new journal could not be completed nor removed:
+// appending to the older one would leave frames Open treats strictly.
+type stuckJournalError struct{ error }
+
+func (e *stuckJournalError) Unwrap() error { return e.error }
+
+// rotate starts journal seq+1 and writes a snapshot of the state up to it,
+// then deletes older journals. Called with w held. See the package doc for
+// why every crash point is safe.
+func (s *Store) rotate() error {
+	seq := s.w.seq + 1
+	j, err := createJournal(s.dir, seq)
+	if err != nil {
+		var stuck *stuckJournalError
+		if errors.As(err, &stuck) {
+			s.w.err = err
+		}
+		return err
+	}
+	prev := s.w.j
+	s.setJournal(j, seq)
+	prev.Close() // fully synced; a close error loses nothing
+
+	if err := writeSnapshot(s.dir, seq, &s.mu.st); err != nil {
+		return err
+	}
+	seqs, err := journals(s.dir)
+	if err != nil {
+		return nil // the snapshot is in place; Open removes leftovers
+	}
+	for _, o := range seqs {
+		if o < seq {
+			os.Remove(filepath.Join(s.dir, journalName(o)))
+		}
+	}
+	syncDir(s.dir)
+	return nil
+}
+
+// writeSnapshot writes st as SNAPSHOT naming journal seq: to a temporary
+// file, synced, renamed into place, directory synced.
+func writeSnapshot(dir string, seq uint64, st *state) error {
+	tmp := filepath.Join(dir, snapshotTmpName)
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("meta/local: snapshot: %w", err)
+	}
+	err = writeSnapshotTo(f, seq, st)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(dir, snapshotName))
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("meta/local: snapshot: %w", err)
+	}
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("meta/local: snapshot: %w", err)
+	}
+	return nil
+}
+
+// writeSnapshotTo writes the snapshot bytes: header, one frame per item,
+// the end frame.
+func writeSnapshotTo(f io.Writer, seq uint64, st *state) error {
+	w := bufio.NewWriterSize(f, 1<<16)
+	if _, err := w.Write(appendFileHeader(nil, snapshotMagic, seq)); err != nil {
+		return err
+	}
+	entries := st.entries()
+	entries = append(entries, &entry{Op: opEnd, Count: int64(len(entries))})
+	var buf []byte
+	for _, e := range entries {
+		payload, err := json.Marshal(e)
+		if err != nil {
+			return err
+		}
+		if buf, err = appendFrame(buf[:0], payload); err != nil {
+			return err
+		}
+		if _, err := w.Write(buf); err != nil {
+			return err
+		}
+	}
+	return w.Flush()
+}

@@ -1,0 +1,363 @@
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tierlog/tierlog/pkg/meta"
+)
+
+// DefaultSnapshotBytes is the journal size past which the store writes a
+// snapshot and starts a new journal.
+const DefaultSnapshotBytes = 4 << 20
+
+// Option configures Open.
+type Option func(*options)
+
+type options struct {
+	snapshotBytes int64
+}
+
+// WithSnapshotBytes sets the journal size past which a snapshot is written
+// (DefaultSnapshotBytes when n <= 0). Tests use a small value to exercise
+// rotation.
+func WithSnapshotBytes(n int64) Option {
+	return func(o *options) { o.snapshotBytes = n }
+}
+
+// applyOptions is the one place defaults are set.
+func applyOptions(opts []Option) options {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.snapshotBytes <= 0 {
+		o.snapshotBytes = DefaultSnapshotBytes
+	}
+	return o
+}
+
+// file is what the store needs of its journal; *os.File via osFile, or a
+// fault-injecting wrapper in tests.
+type file interface {
+	WriteAt(b []byte, off int64) (int, error)
+	Truncate(size int64) error
+	Sync() error // durable data and size: fdatasync
+	Close() error
+}
+
+// Store is the embedded meta.Store. It is safe for concurrent use; see the
+// package doc for the locking.
+type Store struct {
+	dir  string
+	opts options
+	lock *os.File // holds the flock
+
+	// w serializes mutations: condition check, journal write, fsync,
+	// apply, rotation. It is held across the fsync; readers never take it.
+	w struct {
+		sync.Mutex
+		j        file   // current journal
+		seq      uint64 // current journal's seq
+		size     int64  // bytes in j, all durable
+		rotateAt int64  // rotate when size reaches this
+		err      error  // sticky: a write or fsync failed, state on disk unknown
+		buf      []byte // frame buffer, reused
+	}
+
+	// mu guards the in-memory state. It is written only by a holder of w
+	// (lock order: w, then mu), so a holder of w may read st without mu.
+	mu struct {
+		sync.RWMutex
+		st     state
+		closed bool
+	}
+}
+
+var _ meta.Store = (*Store)(nil)
+
+// Open opens the store in dir, creating dir and an empty store if needed.
+// It takes an exclusive lock on dir (ErrLocked if another Store has it),
+// loads the snapshot, replays the journals, truncates a torn tail, and
+// returns ErrCorrupt for damage it cannot attribute to a crash.
+func Open(dir string, opts ...Option) (*Store, error) {
+	s := &Store{dir: dir, opts: applyOptions(opts)}
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("meta/local: open %s: %w", dir, err)
+		}
+		// Make the new directory's own entry durable.
+		if err := syncDir(filepath.Dir(filepath.Clean(dir))); err != nil {
+			return nil, fmt.Errorf("meta/local: open %s: %w", dir, err)
+		}
+	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	s.lock = lock
+	if err := s.load(); err != nil {
+		if s.w.j != nil {
+			s.w.j.Close()
+		}
+		lock.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close closes the journal and releases the directory lock. Closing again
+// is a no-op. Every acknowledged mutation is already durable.
+func (s *Store) Close() error {
+	s.w.Lock()
+	defer s.w.Unlock()
+	s.mu.Lock()
+	if s.mu.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.mu.closed = true
+	s.mu.st = state{}
+	s.mu.Unlock()
+	return errors.Join(s.w.j.Close(), s.lock.Close())
+}
+
+// read runs f on the state under the read lock.
+func (s *Store) read(ctx context.Context, f func(st *state) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.mu.closed {
+		return ErrClosed
+	}
+	return f(&s.mu.st)
+}
+
+// mutate is every write: under w, check decides against the current state
+// and returns the entry to write (nil: nothing to do); mutate makes it
+// durable, applies it, and rotates the journal if it is due.
+func (s *Store) mutate(ctx context.Context, check func(st *state) (*entry, error)) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.w.Lock()
+	defer s.w.Unlock()
+	if s.mu.closed {
+		return ErrClosed
+	}
+	if s.w.err != nil {
+		return fmt.Errorf("%w: meta/local: an earlier journal write failed, reopen the store: %w", meta.ErrUnavailable, s.w.err)
+	}
+	if err := ctx.Err(); err != nil { // waited for the lock; nothing written yet
+		return err
+	}
+	e, err := check(&s.mu.st)
+	if err != nil || e == nil {
+		return err
+	}
+	if err := s.appendEntry(e); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	err = s.mu.st.apply(e)
+	s.mu.Unlock()
+	if err != nil {
+		panic(err) // only mutate's own entries get here
+	}
+	if s.w.size >= s.w.rotateAt {
+		if err := s.rotate(); err != nil {
+			// The mutation is durable; only the snapshot failed. Try again
+			// after another threshold of journal.
+			s.w.rotateAt = s.w.size + s.opts.snapshotBytes
+		}
+	}
+	return nil
+}
+
+// appendEntry writes e as one frame at the journal's end and syncs it.
+// Called with w held.
+func (s *Store) appendEntry(e *entry) error {
+	payload, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("meta/local: encode %s: %w", e.Op, err)
+	}
+	s.w.buf, err = appendFrame(s.w.buf[:0], payload)
+	if err != nil {
+		return fmt.Errorf("%w (%s)", err, e.Op)
+	}
+	if _, err := s.w.j.WriteAt(s.w.buf, s.w.size); err != nil {
+		s.w.err = err
+		return fmt.Errorf("%w: meta/local: journal write: %w", meta.ErrUnavailable, err)
+	}
+	if err := s.w.j.Sync(); err != nil {
+		s.w.err = err
+		return fmt.Errorf("%w: meta/local: journal sync: %w", meta.ErrUnavailable, err)
+	}
+	s.w.size += int64(len(s.w.buf))
+	if cap(s.w.buf) > 1<<20 {
+		s.w.buf = nil // do not pin one huge entry's buffer
+	}
+	return nil
+}
+
+// CreateTopic implements meta.Store.
+func (s *Store) CreateTopic(ctx context.Context, t meta.TopicConfig) error {
+	return s.mutate(ctx, func(st *state) (*entry, error) {
+		if _, ok := st.topics[t.Name]; ok {
+			return nil, fmt.Errorf("%w: %q", meta.ErrTopicExists, t.Name)
+		}
+		return &entry{Op: opPutTopic, Topic: &t}, nil
+	})
+}
+
+// Topic implements meta.Store.
+func (s *Store) Topic(ctx context.Context, name string) (meta.TopicConfig, error) {
+	var t meta.TopicConfig
+	err := s.read(ctx, func(st *state) error {
+		var ok bool
+		if t, ok = st.topics[name]; !ok {
+			return fmt.Errorf("%w: topic %q", meta.ErrNotFound, name)
+		}
+		return nil
+	})
+	return t, err
+}
+
+// Topics implements meta.Store.
+func (s *Store) Topics(ctx context.Context) ([]meta.TopicConfig, error) {
+	var out []meta.TopicConfig
+	err := s.read(ctx, func(st *state) error {
+		out = make([]meta.TopicConfig, 0, len(st.topics))
+		for _, t := range st.topics {
+			out = append(out, t)
+		}
+		return nil
+	})
+	slices.SortFunc(out, func(a, b meta.TopicConfig) int { return strings.Compare(a.Name, b.Name) })
+	return out, err
+}
+
+// DeleteTopic implements meta.Store.
+func (s *Store) DeleteTopic(ctx context.Context, name string) error {
+	return s.mutate(ctx, func(st *state) (*entry, error) {
+		if _, ok := st.topics[name]; !ok {
+			return nil, fmt.Errorf("%w: topic %q", meta.ErrNotFound, name)
+		}
+		return &entry{Op: opDelTopic, Name: name}, nil
+	})
+}
+
+// Partition implements meta.Store.
+func (s *Store) Partition(ctx context.Context, k meta.PartitionKey) (meta.Partition, error) {
+	var p meta.Partition
+	err := s.read(ctx, func(st *state) error {
+		if cur, ok := st.parts[k]; ok {
+			p = clonePartition(cur)
+		} else {
+			p = zeroPartition(k)
+		}
+		return nil
+	})
+	return p, err
+}
+
+// Acquire implements meta.Store. A lease is live while Owner != "" and
+// now < LeaseUntil; the holder itself may re-acquire a live lease.
+func (s *Store) Acquire(ctx context.Context, k meta.PartitionKey, owner string, now time.Time, ttl time.Duration) (meta.Acquired, error) {
+	if owner == "" {
+		return meta.Acquired{}, errors.New("meta/local: acquire with empty owner")
+	}
+	var out meta.Acquired
+	err := s.mutate(ctx, func(st *state) (*entry, error) {
+		cur, ok := st.parts[k]
+		if !ok {
+			cur = zeroPartition(k)
+		}
+		if cur.Owner != "" && cur.Owner != owner && now.UnixMilli() < cur.LeaseUntil {
+			return nil, fmt.Errorf("%w: %s/%s/%d by %q until %d", meta.ErrLeaseHeld, k.Topic, k.TopicID, k.Partition, cur.Owner, cur.LeaseUntil)
+		}
+		next := clonePartition(cur)
+		next.Epoch++
+		next.Owner = owner
+		next.LeaseUntil = now.Add(ttl).UnixMilli()
+		out = meta.Acquired{Partition: clonePartition(next), TakenOver: cur.Owner != ""}
+		return &entry{Op: opPutPart, Part: &next}, nil
+	})
+	if err != nil {
+		return meta.Acquired{}, err
+	}
+	return out, nil
+}
+
+// Commit implements meta.Store.
+func (s *Store) Commit(ctx context.Context, p meta.Partition, release bool, now time.Time, ttl time.Duration) error {
+	k := keyOf(p)
+	return s.mutate(ctx, func(st *state) (*entry, error) {
+		cur, ok := st.parts[k]
+		if !ok || p.Owner == "" || cur.Epoch != p.Epoch || cur.Owner != p.Owner {
+			return nil, fmt.Errorf("%w: %s/%s/%d epoch %d owner %q, item has epoch %d owner %q",
+				meta.ErrFenced, k.Topic, k.TopicID, k.Partition, p.Epoch, p.Owner, cur.Epoch, cur.Owner)
+		}
+		next := cur
+		next.NextOffset = p.NextOffset
+		next.LogStartOffset = p.LogStartOffset
+		next.LastTS = p.LastTS
+		next.Active = p.Active
+		next.Sealed = p.Sealed
+		if release {
+			next.Owner = ""
+			next.LeaseUntil = 0
+		} else {
+			next.LeaseUntil = now.Add(ttl).UnixMilli()
+		}
+		next = clonePartition(next) // the caller keeps p
+		return &entry{Op: opPutPart, Part: &next}, nil
+	})
+}
+
+// DeletePartition implements meta.Store. It is unconditional; a missing
+// item is not an error.
+func (s *Store) DeletePartition(ctx context.Context, k meta.PartitionKey) error {
+	return s.mutate(ctx, func(st *state) (*entry, error) {
+		if _, ok := st.parts[k]; !ok {
+			return nil, nil
+		}
+		pk := partKey(k)
+		return &entry{Op: opDelPart, Key: &pk}, nil
+	})
+}
+
+// CommitOffsets implements meta.Store. All offsets of one call go in one
+// journal entry, so locally they land together.
+func (s *Store) CommitOffsets(ctx context.Context, group string, offsets []meta.GroupOffset) error {
+	if len(offsets) == 0 {
+		return ctx.Err()
+	}
+	offsets = slices.Clone(offsets)
+	return s.mutate(ctx, func(*state) (*entry, error) {
+		return &entry{Op: opPutOffsets, Group: group, Offsets: offsets}, nil
+	})
+}
+
+// GroupOffsets implements meta.Store. It never returns nil on success.
+func (s *Store) GroupOffsets(ctx context.Context, group, topic string) ([]meta.GroupOffset, error) {
+	var out []meta.GroupOffset
+	err := s.read(ctx, func(st *state) error {
+		out = sortedOffsets(st.groups[group][topic])
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

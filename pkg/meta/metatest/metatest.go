@@ -1,0 +1,749 @@
+// Package metatest is the conformance suite for meta.Store. Every adapter
+// (meta/local, the DynamoDB one) runs it from its own tests:
+//
+//	func TestConformance(t *testing.T) {
+//		metatest.Run(t, func(t *testing.T) meta.Store { ... })
+//	}
+//
+// It tests only the interface and the contract written in package meta's
+// doc comments; nothing here knows how an adapter stores items.
+package metatest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tierlog/tierlog/pkg/meta"
+)
+
+// Run runs the suite as subtests of t. newStore is called once per subtest
+// and must return an empty store; it should arrange to close it with
+// t.Cleanup, and that cleanup must tolerate the store having been closed
+// already (the Close subtest closes its store itself).
+func Run(t *testing.T, newStore func(t *testing.T) meta.Store) {
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.fn(t, newStore(t))
+		})
+	}
+}
+
+type testCase struct {
+	name string
+	fn   func(t *testing.T, s meta.Store)
+}
+
+var cases = []testCase{
+	{"Topic/CreateGet", testTopicCreateGet},
+	{"Topic/Exists", testTopicExists},
+	{"Topic/NotFound", testTopicNotFound},
+	{"Topic/ListSorted", testTopicsSorted},
+	{"Topic/Delete", testTopicDelete},
+	{"Topic/DeleteLeavesPartitionsAndGroups", testTopicDeleteLeavesItems},
+	{"Partition/Unknown", testPartitionUnknown},
+	{"Partition/IndependentKeys", testPartitionIndependentKeys},
+	{"Partition/Delete", testDeletePartition},
+	{"Acquire/Free", testAcquireFree},
+	{"Acquire/Held", testAcquireHeld},
+	{"Acquire/Expired", testAcquireExpired},
+	{"Acquire/SameOwner", testAcquireSameOwner},
+	{"Acquire/AfterRelease", testAcquireAfterRelease},
+	{"Commit/RoundTrip", testCommitRoundTrip},
+	{"Commit/ExtendsLease", testCommitExtendsLease},
+	{"Commit/Release", testCommitRelease},
+	{"Commit/FencedEpoch", testCommitFencedEpoch},
+	{"Commit/StaleOwner", testCommitStaleOwner},
+	{"Commit/FutureEpoch", testCommitFutureEpoch},
+	{"Commit/Missing", testCommitMissing},
+	{"Commit/ExpiredNotTaken", testCommitExpiredNotTaken},
+	{"Commit/ReleasedEmptyOwner", testCommitReleasedEmptyOwner},
+	{"Concurrent/Acquire", testConcurrentAcquire},
+	{"Concurrent/CommitTakeover", testConcurrentCommitTakeover},
+	{"Group/CommitAndList", testGroupCommitAndList},
+	{"Group/Overwrite", testGroupOverwrite},
+	{"Group/FilterTopic", testGroupFilter},
+	{"Group/Unknown", testGroupUnknown},
+	{"Group/EmptyCommit", testGroupEmptyCommit},
+	{"Close", testClose},
+}
+
+// t0 is a whole millisecond, so now+ttl has one obvious LeaseUntil.
+var t0 = time.UnixMilli(1_700_000_000_000)
+
+const ttl = 10 * time.Second
+
+func ctxFor(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func key(p int) meta.PartitionKey {
+	return meta.PartitionKey{Topic: "orders", TopicID: "id-orders-1", Partition: p}
+}
+
+func topic(name, id string, partitions int) meta.TopicConfig {
+	return meta.TopicConfig{
+		Name: name, ID: id, Partitions: partitions,
+		RetentionMs: 7 * 24 * 3600 * 1000, RetentionBytes: -1,
+		SegmentBytes: 1 << 30, SegmentMs: 3600 * 1000,
+		CleanupPolicy: "delete", CreatedMs: t0.UnixMilli(),
+	}
+}
+
+// withState returns p carrying committed state derived from n, so two
+// commits with different n are told apart in every field.
+func withState(p meta.Partition, n int64) meta.Partition {
+	p.NextOffset = 1000 + n
+	p.LogStartOffset = 10 + n
+	p.LastTS = t0.UnixMilli() + n
+	p.Active = &meta.SegmentInfo{
+		Base: 900 + n, Epoch: p.Epoch, Size: 4096 + n, NextOffset: 1000 + n,
+		FirstTS: t0.UnixMilli() - 50, LastTS: t0.UnixMilli() + n, CreatedMs: t0.UnixMilli() - 60,
+	}
+	p.Sealed = []meta.SegmentInfo{
+		{Base: 10 + n, Epoch: 1, Size: 1 << 20, NextOffset: 500, FirstTS: 1, LastTS: 2, CreatedMs: 3},
+		{Base: 500, Epoch: 2, Size: 2 << 20, NextOffset: 900 + n, FirstTS: -1, LastTS: -1, CreatedMs: 4},
+	}
+	return p
+}
+
+// norm makes an empty Sealed nil: adapters may return either.
+func norm(p meta.Partition) meta.Partition {
+	if len(p.Sealed) == 0 {
+		p.Sealed = nil
+	}
+	return p
+}
+
+// committedOf is p's committed state with the lease fields cleared.
+func committedOf(p meta.Partition) meta.Partition {
+	p.Epoch, p.Owner, p.LeaseUntil = 0, "", 0
+	return norm(p)
+}
+
+func mustEqual[T any](t *testing.T, what string, got, want T) {
+	t.Helper()
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s:\n got  %s\n want %s", what, show(got), show(want))
+	}
+}
+
+func show(v any) string {
+	if p, ok := v.(meta.Partition); ok && p.Active != nil {
+		return fmt.Sprintf("%+v active=%+v", p, *p.Active)
+	}
+	return fmt.Sprintf("%+v", v)
+}
+
+func mustIs(t *testing.T, what string, err, target error) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Fatalf("%s: err = %v, want %v", what, err, target)
+	}
+}
+
+func must(t *testing.T, what string, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func get(t *testing.T, s meta.Store, k meta.PartitionKey) meta.Partition {
+	t.Helper()
+	p, err := s.Partition(ctxFor(t), k)
+	must(t, "Partition", err)
+	return p
+}
+
+func acquire(t *testing.T, s meta.Store, k meta.PartitionKey, owner string, now time.Time) meta.Acquired {
+	t.Helper()
+	a, err := s.Acquire(ctxFor(t), k, owner, now, ttl)
+	must(t, "Acquire "+owner, err)
+	return a
+}
+
+// --- topics ---
+
+func testTopicCreateGet(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	want := topic("orders", "id-1", 12)
+	must(t, "CreateTopic", s.CreateTopic(ctx, want))
+	got, err := s.Topic(ctx, "orders")
+	must(t, "Topic", err)
+	mustEqual(t, "Topic", got, want)
+}
+
+func testTopicExists(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	first := topic("orders", "id-1", 3)
+	must(t, "CreateTopic", s.CreateTopic(ctx, first))
+	mustIs(t, "CreateTopic again", s.CreateTopic(ctx, topic("orders", "id-2", 5)), meta.ErrTopicExists)
+	got, err := s.Topic(ctx, "orders")
+	must(t, "Topic", err)
+	mustEqual(t, "Topic after failed create", got, first)
+}
+
+func testTopicNotFound(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	_, err := s.Topic(ctx, "nope")
+	mustIs(t, "Topic", err, meta.ErrNotFound)
+	mustIs(t, "DeleteTopic", s.DeleteTopic(ctx, "nope"), meta.ErrNotFound)
+}
+
+func testTopicsSorted(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	got, err := s.Topics(ctx)
+	must(t, "Topics on empty store", err)
+	if len(got) != 0 {
+		t.Fatalf("Topics on empty store = %+v", got)
+	}
+	var want []meta.TopicConfig
+	for i, name := range []string{"c.events", "a-logs", "B_upper", "b", "a"} {
+		tc := topic(name, fmt.Sprintf("id-%d", i), i+1)
+		must(t, "CreateTopic", s.CreateTopic(ctx, tc))
+		want = append(want, tc)
+	}
+	slices.SortFunc(want, func(a, b meta.TopicConfig) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+	got, err = s.Topics(ctx)
+	must(t, "Topics", err)
+	mustEqual(t, "Topics", got, want)
+}
+
+func testTopicDelete(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	must(t, "CreateTopic", s.CreateTopic(ctx, topic("a", "id-a", 1)))
+	must(t, "CreateTopic", s.CreateTopic(ctx, topic("b", "id-b1", 1)))
+	must(t, "DeleteTopic", s.DeleteTopic(ctx, "b"))
+	_, err := s.Topic(ctx, "b")
+	mustIs(t, "Topic after delete", err, meta.ErrNotFound)
+	mustIs(t, "DeleteTopic again", s.DeleteTopic(ctx, "b"), meta.ErrNotFound)
+	got, err := s.Topics(ctx)
+	must(t, "Topics", err)
+	mustEqual(t, "Topics after delete", got, []meta.TopicConfig{topic("a", "id-a", 1)})
+
+	// A new incarnation of the name.
+	again := topic("b", "id-b2", 4)
+	must(t, "CreateTopic after delete", s.CreateTopic(ctx, again))
+	tc, err := s.Topic(ctx, "b")
+	must(t, "Topic", err)
+	mustEqual(t, "recreated topic", tc, again)
+}
+
+func testTopicDeleteLeavesItems(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	must(t, "CreateTopic", s.CreateTopic(ctx, topic("orders", "id-orders-1", 1)))
+	a := acquire(t, s, key(0), "A", t0)
+	offs := []meta.GroupOffset{{Topic: "orders", Partition: 0, Offset: 7, Metadata: "m"}}
+	must(t, "CommitOffsets", s.CommitOffsets(ctx, "g", offs))
+	must(t, "DeleteTopic", s.DeleteTopic(ctx, "orders"))
+	mustEqual(t, "partition after DeleteTopic", norm(get(t, s, key(0))), norm(a.Partition))
+	got, err := s.GroupOffsets(ctx, "g", "orders")
+	must(t, "GroupOffsets", err)
+	mustEqual(t, "group offsets after DeleteTopic", got, offs)
+}
+
+// --- partitions ---
+
+func testPartitionUnknown(t *testing.T, s meta.Store) {
+	k := meta.PartitionKey{Topic: "orders", TopicID: "id-9", Partition: 7}
+	got := get(t, s, k)
+	want := meta.Partition{Topic: "orders", TopicID: "id-9", Partition: 7, LastTS: -1}
+	mustEqual(t, "unknown partition", norm(got), want)
+}
+
+func testPartitionIndependentKeys(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	k1 := meta.PartitionKey{Topic: "orders", TopicID: "id-1", Partition: 0}
+	k2 := meta.PartitionKey{Topic: "orders", TopicID: "id-2", Partition: 0} // same name, new incarnation
+	k3 := meta.PartitionKey{Topic: "orders", TopicID: "id-1", Partition: 1}
+	a1 := acquire(t, s, k1, "A", t0)
+	a2 := acquire(t, s, k2, "B", t0) // A's lease on k1 must not block it
+	a3 := acquire(t, s, k3, "C", t0)
+	for _, a := range []meta.Acquired{a1, a2, a3} {
+		if a.Epoch != 1 || a.TakenOver {
+			t.Fatalf("Acquire %s/%s/%d: epoch %d taken over %v, want 1 false", a.Topic, a.TopicID, a.Partition.Partition, a.Epoch, a.TakenOver)
+		}
+	}
+	must(t, "Commit k1", s.Commit(ctx, withState(a1.Partition, 5), false, t0, ttl))
+	mustEqual(t, "k2 after commit to k1", norm(get(t, s, k2)), norm(a2.Partition))
+	mustEqual(t, "k3 after commit to k1", norm(get(t, s, k3)), norm(a3.Partition))
+	// A's partition value with k2's key is B's item: fenced by owner.
+	p := withState(a1.Partition, 6)
+	p.TopicID = "id-2"
+	mustIs(t, "Commit A's epoch to k2", s.Commit(ctx, p, false, t0, ttl), meta.ErrFenced)
+	must(t, "DeletePartition k1", s.DeletePartition(ctx, k1))
+	mustEqual(t, "k2 after deleting k1", norm(get(t, s, k2)), norm(a2.Partition))
+}
+
+func testDeletePartition(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	a := acquire(t, s, key(0), "A", t0)
+	must(t, "Commit", s.Commit(ctx, withState(a.Partition, 1), false, t0, ttl))
+	other := acquire(t, s, key(1), "A", t0)
+	must(t, "DeletePartition", s.DeletePartition(ctx, key(0)))
+	want := meta.Partition{Topic: "orders", TopicID: "id-orders-1", Partition: 0, LastTS: -1}
+	mustEqual(t, "deleted partition", norm(get(t, s, key(0))), want)
+	mustEqual(t, "other partition", norm(get(t, s, key(1))), norm(other.Partition))
+	// The item is gone, lease included: a fresh Acquire starts over.
+	b := acquire(t, s, key(0), "B", t0)
+	if b.Epoch != 1 || b.TakenOver || b.NextOffset != 0 {
+		t.Fatalf("Acquire after delete: epoch %d taken over %v next %d, want 1 false 0", b.Epoch, b.TakenOver, b.NextOffset)
+	}
+	// Deleting a missing item is not an error.
+	must(t, "DeletePartition missing", s.DeletePartition(ctx, key(42)))
+	mustEqual(t, "missing partition", norm(get(t, s, key(42))), meta.Partition{Topic: "orders", TopicID: "id-orders-1", Partition: 42, LastTS: -1})
+}
+
+// --- acquire ---
+
+func testAcquireFree(t *testing.T, s meta.Store) {
+	a := acquire(t, s, key(3), "A", t0)
+	want := meta.Partition{
+		Topic: "orders", TopicID: "id-orders-1", Partition: 3,
+		Epoch: 1, Owner: "A", LeaseUntil: t0.Add(ttl).UnixMilli(), LastTS: -1,
+	}
+	if a.TakenOver {
+		t.Fatal("Acquire of a free item: TakenOver")
+	}
+	mustEqual(t, "Acquire", norm(a.Partition), want)
+	mustEqual(t, "Partition after Acquire", norm(get(t, s, key(3))), want)
+}
+
+func testAcquireHeld(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	a := acquire(t, s, key(0), "A", t0)
+	_, err := s.Acquire(ctx, key(0), "B", t0.Add(ttl-time.Millisecond), ttl)
+	mustIs(t, "Acquire by B while A's lease is live", err, meta.ErrLeaseHeld)
+	mustEqual(t, "item after refused Acquire", norm(get(t, s, key(0))), norm(a.Partition))
+}
+
+func testAcquireExpired(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	a := acquire(t, s, key(0), "A", t0)
+	must(t, "Commit", s.Commit(ctx, withState(a.Partition, 3), false, t0, ttl))
+	// The lease is live before now+ttl and expired from it on.
+	_, err := s.Acquire(ctx, key(0), "B", t0.Add(ttl-time.Millisecond), ttl)
+	mustIs(t, "Acquire 1ms before expiry", err, meta.ErrLeaseHeld)
+	later := t0.Add(ttl)
+	b := acquire(t, s, key(0), "B", later)
+	if !b.TakenOver {
+		t.Fatal("Acquire after expiry without release: TakenOver false")
+	}
+	if b.Epoch != 2 || b.Owner != "B" || b.LeaseUntil != later.Add(ttl).UnixMilli() {
+		t.Fatalf("Acquire after expiry: epoch %d owner %q until %d, want 2 B %d", b.Epoch, b.Owner, b.LeaseUntil, later.Add(ttl).UnixMilli())
+	}
+	mustEqual(t, "committed state after takeover", committedOf(b.Partition), committedOf(withState(a.Partition, 3)))
+	mustEqual(t, "Partition after takeover", norm(get(t, s, key(0))), norm(b.Partition))
+}
+
+func testAcquireSameOwner(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	a := acquire(t, s, key(0), "A", t0)
+	must(t, "Commit", s.Commit(ctx, withState(a.Partition, 1), false, t0, ttl))
+	// Re-acquiring one's own live lease bumps the epoch (fencing the older
+	// session) and reports the lease was not released.
+	again := acquire(t, s, key(0), "A", t0.Add(time.Second))
+	if again.Epoch != 2 || !again.TakenOver || again.Owner != "A" {
+		t.Fatalf("re-Acquire by holder: epoch %d taken over %v owner %q, want 2 true A", again.Epoch, again.TakenOver, again.Owner)
+	}
+	mustEqual(t, "committed state after re-Acquire", committedOf(again.Partition), committedOf(withState(a.Partition, 1)))
+	mustIs(t, "Commit from the older session", s.Commit(ctx, withState(a.Partition, 2), false, t0, ttl), meta.ErrFenced)
+}
+
+func testAcquireAfterRelease(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	a := acquire(t, s, key(0), "A", t0)
+	committed := withState(a.Partition, 7)
+	must(t, "Commit release", s.Commit(ctx, committed, true, t0, ttl))
+	// Same now: A's lease would still be live had A not released it.
+	b := acquire(t, s, key(0), "B", t0)
+	if b.TakenOver {
+		t.Fatal("Acquire after release: TakenOver")
+	}
+	if b.Epoch != 2 || b.Owner != "B" {
+		t.Fatalf("Acquire after release: epoch %d owner %q, want 2 B", b.Epoch, b.Owner)
+	}
+	mustEqual(t, "committed state after release", committedOf(b.Partition), committedOf(committed))
+}
+
+// --- commit ---
+
+func testCommitRoundTrip(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	a := acquire(t, s, key(0), "A", t0)
+	now := t0.Add(time.Second)
+	p := withState(a.Partition, 42)
+	p.LeaseUntil = 1 // ignored: Commit sets now+ttl
+	must(t, "Commit", s.Commit(ctx, p, false, now, ttl))
+
+	want := withState(a.Partition, 42)
+	want.LeaseUntil = now.Add(ttl).UnixMilli()
+	got := get(t, s, key(0))
+	mustEqual(t, "Partition after Commit", norm(got), norm(want))
+
+	// Neither the caller's p nor a returned value aliases the stored item.
+	p.Active.Size = -1
+	p.Sealed[0].Size = -1
+	got.Active.NextOffset = -1
+	got.Sealed[1].NextOffset = -1
+	mustEqual(t, "Partition after mutating p and the result", norm(get(t, s, key(0))), norm(want))
+
+	// Commits with no segments round-trip too.
+	p2 := a.Partition
+	p2.NextOffset, p2.LastTS = 0, -1
+	must(t, "Commit empty", s.Commit(ctx, p2, false, now, ttl))
+	got = get(t, s, key(0))
+	if got.Active != nil || len(got.Sealed) != 0 || got.NextOffset != 0 || got.LastTS != -1 {
+		t.Fatalf("after empty Commit: %s", show(got))
+	}
+}
+
+func testCommitExtendsLease(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	a := acquire(t, s, key(0), "A", t0)
+	must(t, "Commit", s.Commit(ctx, withState(a.Partition, 1), false, t0.Add(8*time.Second), ttl))
+	// Past the Acquire's expiry (t0+10s), before the Commit's (t0+18s).
+	_, err := s.Acquire(ctx, key(0), "B", t0.Add(15*time.Second), ttl)
+	mustIs(t, "Acquire inside the extended lease", err, meta.ErrLeaseHeld)
+	b := acquire(t, s, key(0), "B", t0.Add(18*time.Second))
+	if !b.TakenOver || b.Epoch != 2 {
+		t.Fatalf("Acquire after extended lease: epoch %d taken over %v, want 2 true", b.Epoch, b.TakenOver)
+	}
+}
+
+func testCommitRelease(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	a := acquire(t, s, key(0), "A", t0)
+	must(t, "Commit release", s.Commit(ctx, withState(a.Partition, 9), true, t0, ttl))
+	got := get(t, s, key(0))
+	if got.Owner != "" || got.Epoch != 1 {
+		t.Fatalf("after release: owner %q epoch %d, want \"\" 1", got.Owner, got.Epoch)
+	}
+	mustEqual(t, "committed state after release", committedOf(got), committedOf(withState(a.Partition, 9)))
+	// The released owner no longer owns it.
+	mustIs(t, "Commit after release", s.Commit(ctx, withState(a.Partition, 10), false, t0, ttl), meta.ErrFenced)
+	mustEqual(t, "state after refused Commit", norm(get(t, s, key(0))), norm(got))
+}
+
+func testCommitFencedEpoch(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	a := acquire(t, s, key(0), "A", t0)
+	must(t, "Commit", s.Commit(ctx, withState(a.Partition, 1), false, t0, ttl))
+	b := acquire(t, s, key(0), "B", t0.Add(time.Hour))
+	must(t, "Commit B", s.Commit(ctx, withState(b.Partition, 2), false, t0.Add(time.Hour), ttl))
+	before := get(t, s, key(0))
+	// A zombie commits with its old epoch (and its own name).
+	mustIs(t, "Commit with old epoch", s.Commit(ctx, withState(a.Partition, 3), false, t0, ttl), meta.ErrFenced)
+	mustIs(t, "Commit release with old epoch", s.Commit(ctx, withState(a.Partition, 3), true, t0, ttl), meta.ErrFenced)
+	// Even claiming the current owner's name with the old epoch.
+	forged := withState(a.Partition, 4)
+	forged.Owner = "B"
+	mustIs(t, "Commit with old epoch as B", s.Commit(ctx, forged, false, t0, ttl), meta.ErrFenced)
+	mustEqual(t, "state after fenced commits", norm(get(t, s, key(0))), norm(before))
+}
+
+func testCommitStaleOwner(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	a := acquire(t, s, key(0), "A", t0)
+	b := acquire(t, s, key(0), "B", t0.Add(ttl))
+	before := get(t, s, key(0))
+	// A learns the new epoch somehow but is not the owner.
+	stale := withState(a.Partition, 5)
+	stale.Epoch = b.Epoch
+	mustIs(t, "Commit by stale owner with current epoch", s.Commit(ctx, stale, false, t0.Add(ttl), ttl), meta.ErrFenced)
+	mustIs(t, "Commit by stale owner with its epoch", s.Commit(ctx, withState(a.Partition, 5), false, t0, ttl), meta.ErrFenced)
+	mustEqual(t, "state after stale commits", norm(get(t, s, key(0))), norm(before))
+	// B still can.
+	must(t, "Commit by B", s.Commit(ctx, withState(b.Partition, 6), false, t0.Add(ttl), ttl))
+}
+
+func testCommitFutureEpoch(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	a := acquire(t, s, key(0), "A", t0)
+	p := withState(a.Partition, 1)
+	p.Epoch++
+	mustIs(t, "Commit with a future epoch", s.Commit(ctx, p, false, t0, ttl), meta.ErrFenced)
+	mustEqual(t, "state after refused Commit", norm(get(t, s, key(0))), norm(a.Partition))
+}
+
+func testCommitMissing(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	p := withState(meta.Partition{Topic: "orders", TopicID: "id-orders-1", Partition: 0, Epoch: 1, Owner: "A"}, 1)
+	mustIs(t, "Commit to a missing item", s.Commit(ctx, p, false, t0, ttl), meta.ErrFenced)
+	p.Epoch = 0
+	mustIs(t, "Commit epoch 0 to a missing item", s.Commit(ctx, p, false, t0, ttl), meta.ErrFenced)
+	mustEqual(t, "missing item after Commit", norm(get(t, s, key(0))), meta.Partition{Topic: "orders", TopicID: "id-orders-1", Partition: 0, LastTS: -1})
+}
+
+func testCommitExpiredNotTaken(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	a := acquire(t, s, key(0), "A", t0)
+	// The lease expired but nobody acquired it: epoch and owner are still
+	// the item's, so the commit lands and renews the lease.
+	late := t0.Add(time.Hour)
+	must(t, "Commit after expiry", s.Commit(ctx, withState(a.Partition, 1), false, late, ttl))
+	got := get(t, s, key(0))
+	if got.Epoch != 1 || got.Owner != "A" || got.LeaseUntil != late.Add(ttl).UnixMilli() {
+		t.Fatalf("after late Commit: epoch %d owner %q until %d", got.Epoch, got.Owner, got.LeaseUntil)
+	}
+	_, err := s.Acquire(ctx, key(0), "B", late, ttl)
+	mustIs(t, "Acquire inside the renewed lease", err, meta.ErrLeaseHeld)
+}
+
+func testCommitReleasedEmptyOwner(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	a := acquire(t, s, key(0), "A", t0)
+	must(t, "Commit release", s.Commit(ctx, withState(a.Partition, 1), true, t0, ttl))
+	// The item now has the same epoch and owner "": a commit naming owner ""
+	// must not match it.
+	p := withState(a.Partition, 2)
+	p.Owner = ""
+	mustIs(t, "Commit with empty owner", s.Commit(ctx, p, false, t0, ttl), meta.ErrFenced)
+	if got := get(t, s, key(0)); got.NextOffset != withState(a.Partition, 1).NextOffset || got.Owner != "" {
+		t.Fatalf("after refused Commit: %s", show(got))
+	}
+}
+
+// --- concurrency ---
+
+func testConcurrentAcquire(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	const n = 8
+	errs := make([]error, n)
+	got := make([]meta.Acquired, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			got[i], errs[i] = s.Acquire(ctx, key(0), fmt.Sprintf("owner-%d", i), t0, ttl)
+		})
+	}
+	close(start)
+	wg.Wait()
+	winner := -1
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			if winner >= 0 {
+				t.Fatalf("owners %d and %d both acquired", winner, i)
+			}
+			winner = i
+		case !errors.Is(err, meta.ErrLeaseHeld):
+			t.Fatalf("owner %d: %v, want ErrLeaseHeld", i, err)
+		}
+	}
+	if winner < 0 {
+		t.Fatal("no Acquire won")
+	}
+	w := got[winner]
+	if w.Epoch != 1 || w.TakenOver || w.Owner != fmt.Sprintf("owner-%d", winner) {
+		t.Fatalf("winner: epoch %d taken over %v owner %q", w.Epoch, w.TakenOver, w.Owner)
+	}
+	mustEqual(t, "item after race", norm(get(t, s, key(0))), norm(w.Partition))
+}
+
+// testConcurrentCommitTakeover races a committing owner A against B taking
+// the partition over, then A's and B's commits against each other. A's
+// successes must be a prefix of its attempts, B must see exactly the last
+// of them, and after the takeover only B's commits land.
+func testConcurrentCommitTakeover(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	a := acquire(t, s, key(0), "A", t0)
+	later := t0.Add(time.Hour) // A's lease has expired for B
+
+	const maxA = 5000
+	var (
+		lastOK   int64 = -1 // A's last successful n
+		fencedAt int64 = -1 // A's first fenced n
+		aErr     error
+		started  = make(chan struct{})
+		start    = sync.OnceFunc(func() { close(started) })
+		acq      meta.Acquired
+		bErr     error
+		wg       sync.WaitGroup
+	)
+	wg.Go(func() {
+		<-started
+		acq, bErr = s.Acquire(ctx, key(0), "B", later, ttl)
+	})
+	for n := int64(0); n < maxA && aErr == nil; n++ {
+		if n == 3 {
+			start()
+		}
+		err := s.Commit(ctx, withState(a.Partition, n), false, t0, ttl)
+		switch {
+		case err == nil && fencedAt >= 0:
+			t.Fatalf("A's commit %d landed after A was fenced at %d", n, fencedAt)
+		case err == nil:
+			lastOK = n
+		case errors.Is(err, meta.ErrFenced):
+			if fencedAt < 0 {
+				fencedAt = n
+			}
+		default:
+			aErr = err
+		}
+		if fencedAt >= 0 && n >= fencedAt+20 {
+			break // enough attempts after the fence to see none land
+		}
+	}
+	start()
+	wg.Wait()
+	must(t, "A's commit", aErr)
+	must(t, "B's Acquire", bErr)
+	if fencedAt < 0 {
+		// B acquired after A's last attempt: A's next commit must fail.
+		mustIs(t, "A's commit after B's Acquire", s.Commit(ctx, withState(a.Partition, maxA), false, t0, ttl), meta.ErrFenced)
+	}
+	if lastOK < 0 {
+		t.Fatal("none of A's commits landed before B's Acquire, which waited for 3 of them")
+	}
+	if !acq.TakenOver || acq.Epoch != 2 {
+		t.Fatalf("B's Acquire: epoch %d taken over %v, want 2 true", acq.Epoch, acq.TakenOver)
+	}
+	mustEqual(t, "state B acquired", committedOf(acq.Partition), committedOf(withState(a.Partition, lastOK)))
+
+	// Now both commit at once: only B's land.
+	const rounds = 20
+	var bLast int64
+	var bFail error
+	var aNotFenced int
+	wg.Go(func() {
+		for i := range int64(rounds) {
+			if err := s.Commit(ctx, withState(acq.Partition, 10_000+i), false, later, ttl); err != nil {
+				bFail = err
+				return
+			}
+			bLast = 10_000 + i
+		}
+	})
+	wg.Go(func() {
+		for i := range int64(rounds) {
+			if err := s.Commit(ctx, withState(a.Partition, 20_000+i), false, t0, ttl); !errors.Is(err, meta.ErrFenced) {
+				aNotFenced++
+			}
+		}
+	})
+	wg.Wait()
+	must(t, "B's commits", bFail)
+	if aNotFenced > 0 {
+		t.Fatalf("%d of the fenced epoch's commits were not ErrFenced", aNotFenced)
+	}
+	got := get(t, s, key(0))
+	want := withState(acq.Partition, bLast)
+	want.LeaseUntil = later.Add(ttl).UnixMilli()
+	mustEqual(t, "final state", norm(got), norm(want))
+}
+
+// --- groups ---
+
+func testGroupCommitAndList(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	in := []meta.GroupOffset{
+		{Topic: "orders", Partition: 3, Offset: 30, Metadata: "three"},
+		{Topic: "orders", Partition: 0, Offset: 0, Metadata: ""},
+		{Topic: "orders", Partition: 2, Offset: 20, Metadata: `{"x":1}`},
+	}
+	must(t, "CommitOffsets", s.CommitOffsets(ctx, "g1", in))
+	got, err := s.GroupOffsets(ctx, "g1", "orders")
+	must(t, "GroupOffsets", err)
+	mustEqual(t, "GroupOffsets", got, []meta.GroupOffset{in[1], in[2], in[0]})
+	// The result is the caller's.
+	got[0].Offset = 99
+	again, err := s.GroupOffsets(ctx, "g1", "orders")
+	must(t, "GroupOffsets", err)
+	mustEqual(t, "GroupOffsets after mutating a result", again, []meta.GroupOffset{in[1], in[2], in[0]})
+}
+
+func testGroupOverwrite(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	must(t, "CommitOffsets", s.CommitOffsets(ctx, "g", []meta.GroupOffset{
+		{Topic: "orders", Partition: 0, Offset: 5, Metadata: "a"},
+		{Topic: "orders", Partition: 1, Offset: 6, Metadata: "b"},
+	}))
+	must(t, "CommitOffsets again", s.CommitOffsets(ctx, "g", []meta.GroupOffset{
+		{Topic: "orders", Partition: 0, Offset: 9, Metadata: "c"},
+	}))
+	// Overwrites may also move backwards (a reset).
+	must(t, "CommitOffsets reset", s.CommitOffsets(ctx, "g", []meta.GroupOffset{
+		{Topic: "orders", Partition: 1, Offset: 2, Metadata: ""},
+	}))
+	got, err := s.GroupOffsets(ctx, "g", "orders")
+	must(t, "GroupOffsets", err)
+	mustEqual(t, "GroupOffsets", got, []meta.GroupOffset{
+		{Topic: "orders", Partition: 0, Offset: 9, Metadata: "c"},
+		{Topic: "orders", Partition: 1, Offset: 2, Metadata: ""},
+	})
+}
+
+func testGroupFilter(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	must(t, "CommitOffsets", s.CommitOffsets(ctx, "g", []meta.GroupOffset{
+		{Topic: "a", Partition: 1, Offset: 11},
+		{Topic: "b", Partition: 0, Offset: 20},
+		{Topic: "a", Partition: 0, Offset: 10},
+		{Topic: "ab", Partition: 0, Offset: 30},
+	}))
+	must(t, "CommitOffsets other group", s.CommitOffsets(ctx, "g2", []meta.GroupOffset{
+		{Topic: "a", Partition: 2, Offset: 99},
+	}))
+	got, err := s.GroupOffsets(ctx, "g", "a")
+	must(t, "GroupOffsets a", err)
+	mustEqual(t, "GroupOffsets g a", got, []meta.GroupOffset{{Topic: "a", Partition: 0, Offset: 10}, {Topic: "a", Partition: 1, Offset: 11}})
+	got, err = s.GroupOffsets(ctx, "g", "b")
+	must(t, "GroupOffsets b", err)
+	mustEqual(t, "GroupOffsets g b", got, []meta.GroupOffset{{Topic: "b", Partition: 0, Offset: 20}})
+	got, err = s.GroupOffsets(ctx, "g2", "a")
+	must(t, "GroupOffsets g2", err)
+	mustEqual(t, "GroupOffsets g2 a", got, []meta.GroupOffset{{Topic: "a", Partition: 2, Offset: 99}})
+}
+
+func testGroupUnknown(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	got, err := s.GroupOffsets(ctx, "nobody", "orders")
+	must(t, "GroupOffsets of unknown group", err)
+	if len(got) != 0 {
+		t.Fatalf("GroupOffsets of unknown group = %+v", got)
+	}
+	must(t, "CommitOffsets", s.CommitOffsets(ctx, "g", []meta.GroupOffset{{Topic: "orders", Partition: 0, Offset: 1}}))
+	got, err = s.GroupOffsets(ctx, "g", "other")
+	must(t, "GroupOffsets of unknown topic", err)
+	if len(got) != 0 {
+		t.Fatalf("GroupOffsets of unknown topic = %+v", got)
+	}
+}
+
+func testGroupEmptyCommit(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	must(t, "CommitOffsets nil", s.CommitOffsets(ctx, "g", nil))
+	must(t, "CommitOffsets empty", s.CommitOffsets(ctx, "g", []meta.GroupOffset{}))
+	got, err := s.GroupOffsets(ctx, "g", "orders")
+	must(t, "GroupOffsets", err)
+	if len(got) != 0 {
+		t.Fatalf("GroupOffsets after empty commits = %+v", got)
+	}
+}
+
+// --- close ---
+
+func testClose(t *testing.T, s meta.Store) {
+	must(t, "CreateTopic", s.CreateTopic(ctxFor(t), topic("orders", "id", 1)))
+	must(t, "Close", s.Close())
+}
