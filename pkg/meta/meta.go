@@ -10,6 +10,14 @@
 //	topic      key "t#<topic>"                           TopicConfig
 //	partition  key "p#<topic>#<topic id>#<partition>"    Partition (lease + committed state)
 //	group      key "g#<group>#<topic>#<partition>"       GroupOffset
+//	segment    key "s#<topic>#<topic id>#<partition>",
+//	           sorted by next offset                      CatalogEntry (cold tier)
+//
+// Who writes what: the partition's lease holder writes the lease and the
+// committed write state (Commit); the compactor, holding no lease, moves the
+// cold-tier boundary and the log start forward (AdvanceColdEnd,
+// AdvanceLogStart: monotonic conditional writes) and owns the catalog. Commit
+// never touches the compactor's fields, so neither overwrites the other.
 //
 // The lease protocol (DESIGN.md section 4) lives in package partition; this
 // package only guarantees the conditions: Acquire succeeds only on a free or
@@ -33,6 +41,8 @@ var (
 	// ErrFenced means the caller's epoch or ownership is no longer current:
 	// its commit did not happen.
 	ErrFenced = errors.New("meta: fenced")
+	// ErrConflict means a catalog entry exists with different contents.
+	ErrConflict = errors.New("meta: conflict")
 	// ErrUnavailable means the store could not say whether a write happened
 	// (a timeout, throttling after retries). The caller must treat the
 	// outcome as unknown.
@@ -80,12 +90,45 @@ type Partition struct {
 	Owner      string `json:"owner"`       // "" when released
 	LeaseUntil int64  `json:"lease_until"` // unix ms; meaningful when Owner != ""
 
-	// Committed state.
-	NextOffset     int64         `json:"next_offset"`
-	LogStartOffset int64         `json:"log_start_offset"`
-	LastTS         int64         `json:"last_ts"` // -1 before the first record
-	Active         *SegmentInfo  `json:"active,omitempty"`
-	Sealed         []SegmentInfo `json:"sealed,omitempty"` // oldest first
+	// Committed state, written by the lease holder.
+	NextOffset int64         `json:"next_offset"`
+	LastTS     int64         `json:"last_ts"` // -1 before the first record
+	Active     *SegmentInfo  `json:"active,omitempty"`
+	Sealed     []SegmentInfo `json:"sealed,omitempty"` // oldest first
+
+	// Tiering state, written by the compactor. LogStartOffset is the first
+	// offset still retained. ColdEnd is the offset below which every
+	// segment is in the cold tier catalog: a sealed hot segment whose
+	// NextOffset <= ColdEnd may have lost its files, and readers take it
+	// from the catalog. The lease holder drops such segments from Sealed.
+	LogStartOffset int64 `json:"log_start_offset"`
+	ColdEnd        int64 `json:"cold_end"`
+}
+
+// CatalogEntry describes one finalized segment in the cold tier: one
+// object holding the log bytes, the offset index and the time index, with a
+// footer. The entry repeats the footer's fields so a reader can range-read
+// the index without reading the footer first.
+type CatalogEntry struct {
+	Base       int64  `json:"base"`        // first offset
+	NextOffset int64  `json:"next_offset"` // offset after the last record
+	Epoch      uint64 `json:"epoch"`       // of the hot segment it was made from
+	Key        string `json:"key"`         // object key
+	Size       int64  `json:"size"`        // object size
+	FirstTS    int64  `json:"first_ts"`
+	LastTS     int64  `json:"last_ts"`
+
+	// Sections of the object: byte offset, length and CRC-32C of each.
+	LogOff    int64  `json:"log_off"`
+	LogLen    int64  `json:"log_len"`
+	LogCRC    uint32 `json:"log_crc"`
+	IndexOff  int64  `json:"index_off"`
+	IndexLen  int64  `json:"index_len"`
+	IndexCRC  uint32 `json:"index_crc"`
+	TimeOff   int64  `json:"time_off"`
+	TimeLen   int64  `json:"time_len"`
+	TimeCRC   uint32 `json:"time_crc"`
+	CreatedMs int64  `json:"created_ms"`
 }
 
 // PartitionKey names a partition item.
@@ -150,13 +193,33 @@ type Store interface {
 	// is ErrFenced, and so is p.Owner == "" (a released item never
 	// matches). The lease need not be live: an expired lease nobody has
 	// re-acquired still commits, since every Acquire bumps the epoch first.
-	// Commit sets NextOffset, LogStartOffset, LastTS, Active and Sealed from
-	// p, keeps Epoch, and ignores p.LeaseUntil. An empty Sealed may read
-	// back as nil.
+	// Commit sets NextOffset, LastTS, Active and Sealed from p, keeps
+	// Epoch, and ignores p.LeaseUntil, p.LogStartOffset and p.ColdEnd (the
+	// compactor's). An empty Sealed may read back as nil.
 	Commit(ctx context.Context, p Partition, release bool, now time.Time, ttl time.Duration) error
 	// DeletePartition removes a partition item (topic deletion). It is
 	// unconditional, and deleting a missing item is not an error.
 	DeletePartition(ctx context.Context, k PartitionKey) error
+
+	// AdvanceLogStart sets LogStartOffset to v if v is greater, and leaves
+	// it otherwise (monotonic; no lease needed). It fails with ErrNotFound
+	// if the item does not exist.
+	AdvanceLogStart(ctx context.Context, k PartitionKey, v int64) error
+	// AdvanceColdEnd sets ColdEnd to v if v is greater, like AdvanceLogStart.
+	AdvanceColdEnd(ctx context.Context, k PartitionKey, v int64) error
+
+	// PutSegment adds a catalog entry if the partition has none with the
+	// same NextOffset. An existing entry with the same Base, NextOffset and
+	// Key is success (two compactors racing make one entry); any other
+	// existing entry for that NextOffset is ErrConflict.
+	PutSegment(ctx context.Context, k PartitionKey, e CatalogEntry) error
+	// Segments returns up to limit catalog entries (limit <= 0: all) whose
+	// NextOffset is greater than from, by ascending offset: the first one
+	// holds offset from if any does.
+	Segments(ctx context.Context, k PartitionKey, from int64, limit int) ([]CatalogEntry, error)
+	// DeleteSegment removes the catalog entry for e.NextOffset. A missing
+	// entry is not an error.
+	DeleteSegment(ctx context.Context, k PartitionKey, e CatalogEntry) error
 
 	// CommitOffsets stores group offsets, one item each, unconditionally
 	// (last write wins; an offset may move backwards). An empty list is a

@@ -36,6 +36,8 @@ const (
 	opPutPart    = "put_part"
 	opDelPart    = "del_part"
 	opPutOffsets = "put_offsets"
+	opPutSeg     = "put_seg"
+	opDelSeg     = "del_seg"
 	opEnd        = "end"
 )
 
@@ -187,6 +189,7 @@ type entry struct {
 	Group   string             `json:"group,omitempty"`
 	Offsets []meta.GroupOffset `json:"offsets,omitempty"`
 	Count   int64              `json:"count,omitempty"`
+	Seg     *meta.CatalogEntry `json:"seg,omitempty"`
 }
 
 // partKey is meta.PartitionKey as written in an entry.
@@ -209,6 +212,8 @@ func decodeEntry(payload []byte, pos int) (*entry, error) {
 		ok = e.Part != nil
 	case opDelPart:
 		ok = e.Key != nil
+	case opPutSeg, opDelSeg:
+		ok = e.Key != nil && e.Seg != nil
 	case opDelTopic, opPutOffsets, opEnd:
 		ok = true
 	}

@@ -3,6 +3,7 @@ package local
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/tierlog/tierlog/pkg/meta"
@@ -14,7 +15,8 @@ import (
 type state struct {
 	topics map[string]meta.TopicConfig
 	parts  map[meta.PartitionKey]meta.Partition
-	groups map[string]map[string]map[int]meta.GroupOffset // group -> topic -> partition
+	groups map[string]map[string]map[int]meta.GroupOffset    // group -> topic -> partition
+	segs   map[meta.PartitionKey]map[int64]meta.CatalogEntry // by NextOffset
 }
 
 func newState() state {
@@ -22,6 +24,7 @@ func newState() state {
 		topics: map[string]meta.TopicConfig{},
 		parts:  map[meta.PartitionKey]meta.Partition{},
 		groups: map[string]map[string]map[int]meta.GroupOffset{},
+		segs:   map[meta.PartitionKey]map[int64]meta.CatalogEntry{},
 	}
 }
 
@@ -51,6 +54,18 @@ func (st *state) apply(e *entry) error {
 			}
 			parts[o.Partition] = o
 		}
+	case opPutSeg:
+		k := meta.PartitionKey(*e.Key)
+		if st.segs[k] == nil {
+			st.segs[k] = map[int64]meta.CatalogEntry{}
+		}
+		st.segs[k][e.Seg.NextOffset] = *e.Seg
+	case opDelSeg:
+		k := meta.PartitionKey(*e.Key)
+		delete(st.segs[k], e.Seg.NextOffset)
+		if len(st.segs[k]) == 0 {
+			delete(st.segs, k)
+		}
 	default:
 		return fmt.Errorf("%w: op %q outside a snapshot's end", ErrCorrupt, e.Op)
 	}
@@ -73,6 +88,18 @@ func (st *state) entries() []*entry {
 	for _, k := range keys {
 		p := st.parts[k]
 		out = append(out, &entry{Op: opPutPart, Part: &p})
+	}
+	segKeys := make([]meta.PartitionKey, 0, len(st.segs))
+	for k := range st.segs {
+		segKeys = append(segKeys, k)
+	}
+	slices.SortFunc(segKeys, compareKeys)
+	for _, k := range segKeys {
+		pk := partKey(k)
+		for _, end := range slices.Sorted(maps.Keys(st.segs[k])) {
+			e := st.segs[k][end]
+			out = append(out, &entry{Op: opPutSeg, Key: &pk, Seg: &e})
+		}
 	}
 	for _, g := range sortedKeys(st.groups) {
 		for _, topic := range sortedKeys(st.groups[g]) {

@@ -1,6 +1,7 @@
 package local
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -310,7 +311,6 @@ func (s *Store) Commit(ctx context.Context, p meta.Partition, release bool, now 
 		}
 		next := cur
 		next.NextOffset = p.NextOffset
-		next.LogStartOffset = p.LogStartOffset
 		next.LastTS = p.LastTS
 		next.Active = p.Active
 		next.Sealed = p.Sealed
@@ -322,6 +322,74 @@ func (s *Store) Commit(ctx context.Context, p meta.Partition, release bool, now 
 		}
 		next = clonePartition(next) // the caller keeps p
 		return &entry{Op: opPutPart, Part: &next}, nil
+	})
+}
+
+func (s *Store) advance(ctx context.Context, k meta.PartitionKey, field func(*meta.Partition) *int64, v int64) error {
+	return s.mutate(ctx, func(st *state) (*entry, error) {
+		cur, ok := st.parts[k]
+		if !ok {
+			return nil, fmt.Errorf("%w: partition %s/%s/%d", meta.ErrNotFound, k.Topic, k.TopicID, k.Partition)
+		}
+		next := clonePartition(cur)
+		if f := field(&next); v > *f {
+			*f = v
+			return &entry{Op: opPutPart, Part: &next}, nil
+		}
+		return nil, nil
+	})
+}
+
+// AdvanceLogStart implements meta.Store.
+func (s *Store) AdvanceLogStart(ctx context.Context, k meta.PartitionKey, v int64) error {
+	return s.advance(ctx, k, func(p *meta.Partition) *int64 { return &p.LogStartOffset }, v)
+}
+
+// AdvanceColdEnd implements meta.Store.
+func (s *Store) AdvanceColdEnd(ctx context.Context, k meta.PartitionKey, v int64) error {
+	return s.advance(ctx, k, func(p *meta.Partition) *int64 { return &p.ColdEnd }, v)
+}
+
+// PutSegment implements meta.Store.
+func (s *Store) PutSegment(ctx context.Context, k meta.PartitionKey, e meta.CatalogEntry) error {
+	return s.mutate(ctx, func(st *state) (*entry, error) {
+		if cur, ok := st.segs[k][e.NextOffset]; ok {
+			if cur.Base == e.Base && cur.Key == e.Key {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("%w: segment ending at %d is %s, not %s", meta.ErrConflict, e.NextOffset, cur.Key, e.Key)
+		}
+		pk := partKey(k)
+		return &entry{Op: opPutSeg, Key: &pk, Seg: &e}, nil
+	})
+}
+
+// Segments implements meta.Store.
+func (s *Store) Segments(ctx context.Context, k meta.PartitionKey, from int64, limit int) ([]meta.CatalogEntry, error) {
+	var out []meta.CatalogEntry
+	err := s.read(ctx, func(st *state) error {
+		for end, e := range st.segs[k] {
+			if end > from {
+				out = append(out, e)
+			}
+		}
+		return nil
+	})
+	slices.SortFunc(out, func(a, b meta.CatalogEntry) int { return cmp.Compare(a.NextOffset, b.NextOffset) })
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, err
+}
+
+// DeleteSegment implements meta.Store.
+func (s *Store) DeleteSegment(ctx context.Context, k meta.PartitionKey, e meta.CatalogEntry) error {
+	return s.mutate(ctx, func(st *state) (*entry, error) {
+		if _, ok := st.segs[k][e.NextOffset]; !ok {
+			return nil, nil
+		}
+		pk := partKey(k)
+		return &entry{Op: opDelSeg, Key: &pk, Seg: &meta.CatalogEntry{NextOffset: e.NextOffset}}, nil
 	})
 }
 

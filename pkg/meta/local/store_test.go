@@ -81,7 +81,6 @@ func pkey(p int) meta.PartitionKey {
 
 func committed(p meta.Partition, n int64, sealed int) meta.Partition {
 	p.NextOffset = n
-	p.LogStartOffset = n / 10
 	p.LastTS = t0.UnixMilli() + n
 	p.Active = &meta.SegmentInfo{Base: n - n%100, Epoch: p.Epoch, Size: 32 + n, NextOffset: n, FirstTS: -1, LastTS: -1, CreatedMs: t0.UnixMilli()}
 	p.Sealed = nil

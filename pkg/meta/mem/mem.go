@@ -18,7 +18,8 @@ type Store struct {
 	mu     sync.Mutex
 	topics map[string]meta.TopicConfig
 	parts  map[meta.PartitionKey]meta.Partition
-	groups map[string]map[string]map[int]meta.GroupOffset // group -> topic -> partition
+	groups map[string]map[string]map[int]meta.GroupOffset    // group -> topic -> partition
+	segs   map[meta.PartitionKey]map[int64]meta.CatalogEntry // by NextOffset
 }
 
 var _ meta.Store = (*Store)(nil)
@@ -29,6 +30,7 @@ func New() *Store {
 		topics: map[string]meta.TopicConfig{},
 		parts:  map[meta.PartitionKey]meta.Partition{},
 		groups: map[string]map[string]map[int]meta.GroupOffset{},
+		segs:   map[meta.PartitionKey]map[int64]meta.CatalogEntry{},
 	}
 }
 
@@ -127,12 +129,81 @@ func (s *Store) Commit(_ context.Context, p meta.Partition, release bool, now ti
 	if cur.Epoch != p.Epoch || cur.Owner != p.Owner || p.Owner == "" {
 		return fmt.Errorf("%w: %v epoch %d owner %q, item has epoch %d owner %q", meta.ErrFenced, k, p.Epoch, p.Owner, cur.Epoch, cur.Owner)
 	}
+	p.LogStartOffset, p.ColdEnd = cur.LogStartOffset, cur.ColdEnd
 	if release {
 		p.Owner, p.LeaseUntil = "", 0
 	} else {
 		p.LeaseUntil = now.Add(ttl).UnixMilli()
 	}
 	s.parts[k] = clone(p)
+	return nil
+}
+
+func (s *Store) advance(k meta.PartitionKey, field func(*meta.Partition) *int64, v int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.parts[k]
+	if !ok {
+		return fmt.Errorf("%w: partition %v", meta.ErrNotFound, k)
+	}
+	if f := field(&p); v > *f {
+		*f = v
+		s.parts[k] = p
+	}
+	return nil
+}
+
+// AdvanceLogStart implements meta.Store.
+func (s *Store) AdvanceLogStart(_ context.Context, k meta.PartitionKey, v int64) error {
+	return s.advance(k, func(p *meta.Partition) *int64 { return &p.LogStartOffset }, v)
+}
+
+// AdvanceColdEnd implements meta.Store.
+func (s *Store) AdvanceColdEnd(_ context.Context, k meta.PartitionKey, v int64) error {
+	return s.advance(k, func(p *meta.Partition) *int64 { return &p.ColdEnd }, v)
+}
+
+// PutSegment implements meta.Store.
+func (s *Store) PutSegment(_ context.Context, k meta.PartitionKey, e meta.CatalogEntry) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.segs[k]
+	if m == nil {
+		m = map[int64]meta.CatalogEntry{}
+		s.segs[k] = m
+	}
+	if cur, ok := m[e.NextOffset]; ok {
+		if cur.Base == e.Base && cur.Key == e.Key {
+			return nil
+		}
+		return fmt.Errorf("%w: segment ending at %d is %s, not %s", meta.ErrConflict, e.NextOffset, cur.Key, e.Key)
+	}
+	m[e.NextOffset] = e
+	return nil
+}
+
+// Segments implements meta.Store.
+func (s *Store) Segments(_ context.Context, k meta.PartitionKey, from int64, limit int) ([]meta.CatalogEntry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []meta.CatalogEntry
+	for end, e := range s.segs[k] {
+		if end > from {
+			out = append(out, e)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].NextOffset < out[j].NextOffset })
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// DeleteSegment implements meta.Store.
+func (s *Store) DeleteSegment(_ context.Context, k meta.PartitionKey, e meta.CatalogEntry) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.segs[k], e.NextOffset)
 	return nil
 }
 

@@ -70,6 +70,13 @@ var cases = []testCase{
 	{"Group/FilterTopic", testGroupFilter},
 	{"Group/Unknown", testGroupUnknown},
 	{"Group/EmptyCommit", testGroupEmptyCommit},
+	{"Tiering/CommitKeepsCompactorFields", testCommitKeepsTiering},
+	{"Tiering/AdvanceMonotonic", testAdvanceMonotonic},
+	{"Tiering/AdvanceMissing", testAdvanceMissing},
+	{"Catalog/PutAndRange", testCatalogRange},
+	{"Catalog/Idempotent", testCatalogIdempotent},
+	{"Catalog/Delete", testCatalogDelete},
+	{"Catalog/Race", testCatalogRace},
 	{"Close", testClose},
 }
 
@@ -101,7 +108,6 @@ func topic(name, id string, partitions int) meta.TopicConfig {
 // commits with different n are told apart in every field.
 func withState(p meta.Partition, n int64) meta.Partition {
 	p.NextOffset = 1000 + n
-	p.LogStartOffset = 10 + n
 	p.LastTS = t0.UnixMilli() + n
 	p.Active = &meta.SegmentInfo{
 		Base: 900 + n, Epoch: p.Epoch, Size: 4096 + n, NextOffset: 1000 + n,
@@ -746,4 +752,139 @@ func testGroupEmptyCommit(t *testing.T, s meta.Store) {
 func testClose(t *testing.T, s meta.Store) {
 	must(t, "CreateTopic", s.CreateTopic(ctxFor(t), topic("orders", "id", 1)))
 	must(t, "Close", s.Close())
+}
+
+// The compactor's fields survive the lease holder's commits, and the lease
+// holder's fields survive the compactor's advances.
+func testCommitKeepsTiering(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	a, err := s.Acquire(ctx, key(0), "A", t0, ttl)
+	must(t, "Acquire", err)
+	must(t, "AdvanceLogStart", s.AdvanceLogStart(ctx, key(0), 7))
+	must(t, "AdvanceColdEnd", s.AdvanceColdEnd(ctx, key(0), 9))
+	p := withState(a.Partition, 3)
+	p.LogStartOffset, p.ColdEnd = 1, 2 // stale values a writer might carry
+	must(t, "Commit", s.Commit(ctx, p, false, t0, ttl))
+	got := get(t, s, key(0))
+	if got.LogStartOffset != 7 || got.ColdEnd != 9 {
+		t.Fatalf("Commit overwrote the compactor's fields: log start %d cold end %d", got.LogStartOffset, got.ColdEnd)
+	}
+	if got.NextOffset != p.NextOffset || got.Owner != "A" || got.Epoch != a.Epoch {
+		t.Fatalf("advance changed the writer's fields: %s", show(got))
+	}
+	b, err := s.Acquire(ctx, key(0), "B", t0.Add(time.Hour), ttl)
+	must(t, "Acquire B", err)
+	if b.LogStartOffset != 7 || b.ColdEnd != 9 {
+		t.Fatalf("Acquire lost tiering fields: %s", show(b.Partition))
+	}
+}
+
+func testAdvanceMonotonic(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	_, err := s.Acquire(ctx, key(0), "A", t0, ttl)
+	must(t, "Acquire", err)
+	for _, step := range []struct{ v, want int64 }{{5, 5}, {3, 5}, {5, 5}, {11, 11}} {
+		must(t, "AdvanceLogStart", s.AdvanceLogStart(ctx, key(0), step.v))
+		must(t, "AdvanceColdEnd", s.AdvanceColdEnd(ctx, key(0), step.v+100))
+		got := get(t, s, key(0))
+		if got.LogStartOffset != step.want || got.ColdEnd != step.want+100 {
+			t.Fatalf("after advancing to %d: log start %d cold end %d, want %d and %d", step.v, got.LogStartOffset, got.ColdEnd, step.want, step.want+100)
+		}
+	}
+	if got := get(t, s, key(0)); got.Owner != "A" {
+		t.Fatalf("advance touched the lease: %s", show(got))
+	}
+}
+
+func testAdvanceMissing(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	mustIs(t, "AdvanceLogStart on a missing item", s.AdvanceLogStart(ctx, key(5), 1), meta.ErrNotFound)
+	mustIs(t, "AdvanceColdEnd on a missing item", s.AdvanceColdEnd(ctx, key(5), 1), meta.ErrNotFound)
+}
+
+func entry(base, next int64) meta.CatalogEntry {
+	return meta.CatalogEntry{
+		Base: base, NextOffset: next, Epoch: 3, Key: fmt.Sprintf("p/%020d.seg", base), Size: 100 + next,
+		FirstTS: base, LastTS: next, LogOff: 0, LogLen: 50, LogCRC: 1, IndexOff: 50, IndexLen: 8, IndexCRC: 2,
+		TimeOff: 58, TimeLen: 12, TimeCRC: 3, CreatedMs: t0.UnixMilli(),
+	}
+}
+
+func testCatalogRange(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	var all []meta.CatalogEntry
+	for i := int64(0); i < 30; i++ { // put out of order
+		e := entry((i*7%30)*10, (i*7%30)*10+10)
+		must(t, "PutSegment", s.PutSegment(ctx, key(0), e))
+	}
+	for i := int64(0); i < 30; i++ {
+		all = append(all, entry(i*10, i*10+10))
+	}
+	must(t, "PutSegment other partition", s.PutSegment(ctx, key(1), entry(0, 10)))
+	got, err := s.Segments(ctx, key(0), -1, 0)
+	must(t, "Segments all", err)
+	mustEqual(t, "all entries in order", got, all)
+	for _, c := range []struct {
+		from  int64
+		limit int
+		first int
+		n     int
+	}{{0, 1, 0, 1}, {9, 2, 0, 2}, {10, 3, 1, 3}, {155, 0, 15, 15}, {299, 5, 29, 1}, {300, 5, 0, 0}} {
+		got, err := s.Segments(ctx, key(0), c.from, c.limit)
+		must(t, "Segments", err)
+		if len(got) != c.n || (c.n > 0 && !reflect.DeepEqual(got[0], all[c.first])) {
+			t.Fatalf("Segments(from %d, limit %d): %d entries starting %+v; want %d starting at entry %d", c.from, c.limit, len(got), got, c.n, c.first)
+		}
+	}
+	other, err := s.Segments(ctx, key(1), 0, 0)
+	must(t, "Segments other partition", err)
+	if len(other) != 1 {
+		t.Fatalf("partition 1 has %d entries, want 1", len(other))
+	}
+}
+
+func testCatalogIdempotent(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	e := entry(0, 10)
+	must(t, "PutSegment", s.PutSegment(ctx, key(0), e))
+	must(t, "PutSegment again", s.PutSegment(ctx, key(0), e))
+	other := e
+	other.Key = "p/other.seg"
+	mustIs(t, "PutSegment with another key", s.PutSegment(ctx, key(0), other), meta.ErrConflict)
+	got, err := s.Segments(ctx, key(0), 0, 0)
+	must(t, "Segments", err)
+	mustEqual(t, "entries", got, []meta.CatalogEntry{e})
+}
+
+func testCatalogDelete(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	for i := int64(0); i < 3; i++ {
+		must(t, "PutSegment", s.PutSegment(ctx, key(0), entry(i*10, i*10+10)))
+	}
+	must(t, "DeleteSegment", s.DeleteSegment(ctx, key(0), entry(0, 10)))
+	must(t, "DeleteSegment missing", s.DeleteSegment(ctx, key(0), entry(0, 10)))
+	got, err := s.Segments(ctx, key(0), -1, 0)
+	must(t, "Segments", err)
+	mustEqual(t, "after delete", got, []meta.CatalogEntry{entry(10, 20), entry(20, 30)})
+}
+
+// Two compactors finalizing the same segment: both succeed, one entry.
+func testCatalogRace(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.PutSegment(ctx, key(0), entry(0, 10))
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		must(t, fmt.Sprintf("PutSegment %d", i), err)
+	}
+	got, err := s.Segments(ctx, key(0), 0, 0)
+	must(t, "Segments", err)
+	mustEqual(t, "one entry", got, []meta.CatalogEntry{entry(0, 10)})
 }

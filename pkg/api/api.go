@@ -1,0 +1,266 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tierlog/tierlog/pkg/broker"
+)
+
+// Option configures the handler New returns.
+type Option func(*config)
+
+type config struct {
+	log *slog.Logger
+}
+
+// WithLogger sets the logger for internal errors, recovered panics and (at
+// debug level) one line per request. Nil means discard, the default.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) { c.log = l }
+}
+
+// applyDefaults is the one place defaults are set.
+func applyDefaults(opts []Option) config {
+	var c config
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// server serves API.md over one broker. It is safe for concurrent use: it
+// has no mutable state of its own.
+type server struct {
+	b   *broker.Broker
+	log *slog.Logger
+	mux *http.ServeMux
+}
+
+// New returns the http.Handler of API.md serving b. The handler is safe for
+// concurrent use; it answers every request with a fresh X-Request-Id header.
+func New(b *broker.Broker, opts ...Option) http.Handler {
+	c := applyDefaults(opts)
+	s := &server{b: b, log: c.log, mux: http.NewServeMux()}
+	s.routes()
+	return s
+}
+
+// route is one path of API.md with the handler of each method it allows.
+type route struct {
+	path    string
+	methods []string
+	funcs   []http.HandlerFunc
+}
+
+func (s *server) routes() {
+	table := []route{
+		{"/v1/health", []string{"GET"}, []http.HandlerFunc{s.health}},
+		{"/v1/topics", []string{"GET", "POST"}, []http.HandlerFunc{s.listTopics, s.createTopic}},
+		{"/v1/topics/{topic}", []string{"GET", "DELETE"}, []http.HandlerFunc{s.getTopic, s.deleteTopic}},
+		{"/v1/topics/{topic}/records", []string{"POST"}, []http.HandlerFunc{s.produce}},
+		{"/v1/topics/{topic}/partitions/{partition}/records", []string{"GET", "POST"}, []http.HandlerFunc{s.fetch, s.producePartition}},
+		{"/v1/topics/{topic}/partitions/{partition}/offsets", []string{"GET"}, []http.HandlerFunc{s.offsets}},
+		{"/v1/groups/{group}/offsets", []string{"GET", "PUT"}, []http.HandlerFunc{s.groupOffsets, s.commitGroupOffsets}},
+	}
+	for _, rt := range table {
+		var allow []string
+		for i, m := range rt.methods {
+			s.mux.HandleFunc(m+" "+rt.path, rt.funcs[i])
+			allow = append(allow, m)
+			if m == "GET" { // a GET pattern also serves HEAD
+				allow = append(allow, "HEAD")
+			}
+		}
+		// The method-less pattern is less specific than the ones above, so
+		// it only sees the methods they do not serve: answer 405 in API.md's
+		// shape instead of ServeMux's plain-text one.
+		allowHeader := strings.Join(allow, ", ")
+		s.mux.HandleFunc(rt.path, func(w http.ResponseWriter, r *http.Request) {
+			s.writeError(w, r, &apiError{
+				status: http.StatusMethodNotAllowed, code: codeMethodNotAllowed, allow: allowHeader,
+				msg: fmt.Sprintf("method %s is not allowed on %s; allowed: %s", r.Method, rt.path, allowHeader),
+			})
+		})
+	}
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, notFound(r))
+	})
+}
+
+func notFound(r *http.Request) error {
+	return &apiError{status: http.StatusNotFound, code: codeNotFound,
+		msg: fmt.Sprintf("no route for %s %s", r.Method, r.URL.EscapedPath())}
+}
+
+type ctxKey struct{}
+
+func requestIDFrom(ctx context.Context) string {
+	id, _ := ctx.Value(ctxKey{}).(string)
+	return id
+}
+
+func newRequestID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand, Go 1.24+)
+	return hex.EncodeToString(b[:])
+}
+
+// ServeHTTP is the outer middleware: request id, panic recovery, request
+// log, and the path canonicalisation ServeMux would otherwise answer with a
+// redirect.
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	id := newRequestID()
+	w.Header().Set(headerRequestID, id)
+	sw := &statusWriter{ResponseWriter: w}
+	r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, id))
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler { //nolint:errorlint // sentinel panic value, compared as net/http does
+				panic(v)
+			}
+			s.log.LogAttrs(r.Context(), slog.LevelError, "panic serving request",
+				slog.String("request_id", id), slog.String("method", r.Method),
+				slog.String("path", r.URL.EscapedPath()), slog.Any("panic", v),
+				slog.String("stack", string(debug.Stack())))
+			if sw.status == 0 {
+				s.writeError(sw, r, fmt.Errorf("panic: %v", v))
+			}
+		}
+		s.log.LogAttrs(r.Context(), slog.LevelDebug, "request",
+			slog.String("request_id", id), slog.String("method", r.Method),
+			slog.String("path", r.URL.EscapedPath()), slog.Int("status", sw.status),
+			slog.Duration("duration", time.Since(start)))
+	}()
+
+	r, ok := canonicalPath(r)
+	if !ok {
+		s.writeError(sw, r, notFound(r))
+		return
+	}
+	s.mux.ServeHTTP(sw, r)
+}
+
+// canonicalPath prepares r for ServeMux without letting it redirect. Paths
+// are taken literally, never resolved: a "." or ".." segment is re-escaped
+// (%2E) so ServeMux matches it as a plain segment and the handler rejects it
+// as a name or number ("/v1/topics/.." is a bad topic name, 400, exactly
+// like "/v1/topics/%2e%2e"). A path with an empty segment ("//") matches no
+// route: ok is false and the caller answers 404 not_found.
+func canonicalPath(r *http.Request) (_ *http.Request, ok bool) {
+	p := r.URL.EscapedPath()
+	if !strings.HasPrefix(p, "/") || strings.Contains(p, "//") {
+		return r, false
+	}
+	segs := strings.Split(p[1:], "/")
+	dots := false
+	for i, seg := range segs {
+		switch seg {
+		case ".":
+			segs[i], dots = "%2E", true
+		case "..":
+			segs[i], dots = "%2E%2E", true
+		}
+	}
+	if !dots {
+		return r, true
+	}
+	u := *r.URL
+	u.RawPath = "/" + strings.Join(segs, "/")
+	r2 := r.WithContext(r.Context())
+	r2.URL = &u
+	return r2, true
+}
+
+// statusWriter records whether and with which status the answer started,
+// so the panic handler knows whether it can still answer.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the real writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// unwrapWriter returns the server's own ResponseWriter, which
+// http.MaxBytesReader uses to close the connection after an oversize body.
+func unwrapWriter(w http.ResponseWriter) http.ResponseWriter {
+	if sw, ok := w.(*statusWriter); ok {
+		return sw.ResponseWriter
+	}
+	return w
+}
+
+// Output buffers: a fetch answer is up to ~6 MiB (4 MiB of base64), so
+// buffers are pooled, and dropped when one grew beyond maxPooledBuffer.
+const maxPooledBuffer = 8 << 20
+
+var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// writeJSON encodes v and answers it with status. Nothing is written if
+// encoding fails: the client gets a 500 instead of half a body.
+func (s *server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
+	buf := bufPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer func() {
+		if buf.Cap() <= maxPooledBuffer {
+			bufPool.Put(buf)
+		}
+	}()
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		if status == http.StatusInternalServerError {
+			// Encoding the error body itself failed: cannot happen for
+			// errorResponse, but never recurse.
+			w.Header().Set("Content-Type", contentTypeJSON)
+			w.WriteHeader(status)
+			_, _ = w.Write([]byte(`{"error":{"code":"internal","message":"internal error"}}` + "\n"))
+			return
+		}
+		s.writeError(w, r, fmt.Errorf("encode response: %w", err))
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", contentTypeJSON)
+	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+func (s *server) health(w http.ResponseWriter, r *http.Request) {
+	s.writeJSON(w, r, http.StatusOK, struct {
+		Status string `json:"status"`
+	}{"ok"})
+}

@@ -1,0 +1,471 @@
+package api
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"reflect"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/tierlog/tierlog/pkg/broker"
+)
+
+// maxBodyBytes is API.md's body limit; more is 413 payload_too_large.
+const maxBodyBytes = 5 << 20
+
+// maxMetadataBytes bounds a group offset's metadata string, as Kafka's
+// offset.metadata.max.bytes does (4 KiB). More is 413 payload_too_large.
+const maxMetadataBytes = 4096
+
+func limitBody(w http.ResponseWriter, r *http.Request) io.Reader {
+	return http.MaxBytesReader(unwrapWriter(w), r.Body, maxBodyBytes)
+}
+
+// readJSON decodes the whole body into v: exactly one JSON value and
+// nothing but white space after it. Unknown fields are ignored (forward
+// compatibility); wrong types are not.
+func readJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	buf := bufPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer func() {
+		if buf.Cap() <= maxPooledBuffer {
+			bufPool.Put(buf)
+		}
+	}()
+	if _, err := buf.ReadFrom(limitBody(w, r)); err != nil {
+		return bodyError(err)
+	}
+	if len(bytes.TrimSpace(buf.Bytes())) == 0 {
+		return badRequest("request body is empty; want a JSON object")
+	}
+	if err := json.Unmarshal(buf.Bytes(), v); err != nil {
+		return jsonError(err, "")
+	}
+	return nil
+}
+
+// bodyError classifies an error reading the body.
+func bodyError(err error) error {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return tooLarge("request body is larger than %d bytes", mbe.Limit)
+	}
+	return badRequest("cannot read request body: %v", err)
+}
+
+// jsonError turns a decoding error into a 400 that says where and what.
+// where prefixes the location ("records[3]").
+func jsonError(err error, where string) error {
+	var (
+		se  *json.SyntaxError
+		ute *json.UnmarshalTypeError
+		mbe *http.MaxBytesError
+	)
+	at := ""
+	if where != "" {
+		at = " in " + where
+	}
+	switch {
+	case errors.As(err, &mbe):
+		return bodyError(err)
+	case errors.As(err, &se):
+		return badRequest("malformed JSON%s at byte %d: %v", at, se.Offset, se)
+	case errors.As(err, &ute):
+		field := ute.Field
+		switch {
+		case where != "" && field != "":
+			field = where + "." + field
+		case where != "":
+			field = where
+		case field == "":
+			field = "request body"
+		}
+		return badRequest("%s: got JSON %s, want %s", field, ute.Value, jsonKind(ute.Type))
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return badRequest("truncated JSON%s: the body ends inside a value", at)
+	}
+	return badRequest("invalid JSON%s: %v", at, err)
+}
+
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "another type"
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return fmt.Sprintf("an integer in [%d, %d]", minOf(t), maxOf(t))
+	case reflect.String:
+		return "a string"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Bool:
+		return "a boolean"
+	}
+	return t.Kind().String()
+}
+
+func minOf(t reflect.Type) int64 {
+	if t.Kind() >= reflect.Uint && t.Kind() <= reflect.Uint64 {
+		return 0
+	}
+	return -1 << (t.Bits() - 1)
+}
+
+func maxOf(t reflect.Type) uint64 {
+	if t.Kind() >= reflect.Uint && t.Kind() <= reflect.Uint64 {
+		return 1<<t.Bits() - 1
+	}
+	return 1<<(t.Bits()-1) - 1
+}
+
+// isNull reports whether raw is absent or JSON null.
+func isNull(raw json.RawMessage) bool {
+	return raw == nil || string(raw) == "null"
+}
+
+// jsonType names the JSON type of a valid raw value, for messages.
+func jsonType(raw json.RawMessage) string {
+	switch raw[0] {
+	case '"':
+		return "string"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	return "number"
+}
+
+// rawInt parses a raw JSON value that must be a non-negative integer up to
+// max (no fraction, no exponent).
+func rawInt(raw json.RawMessage, what string, max int64) (int64, error) {
+	if raw[0] == '"' || raw[0] == '{' || raw[0] == '[' || raw[0] == 't' || raw[0] == 'f' {
+		return 0, badRequest("%s: got JSON %s, want a non-negative integer", what, jsonType(raw))
+	}
+	n, ok := parseNonNegative(string(raw), max)
+	if !ok {
+		return 0, badRequest("%s: %s is not a non-negative integer up to %d", what, quote(string(raw)), max)
+	}
+	return n, nil
+}
+
+// rawString decodes a raw JSON string without altering its bytes: input
+// that is not valid UTF-8, or escapes (lone surrogates) that encoding/json
+// would replace with U+FFFD, are refused instead of silently changed. The
+// result may share raw's memory and is never nil.
+func rawString(raw json.RawMessage, what string) ([]byte, error) {
+	if raw[0] != '"' {
+		return nil, badRequest("%s: got JSON %s, want a string or null", what, jsonType(raw))
+	}
+	if !utf8.Valid(raw) {
+		return nil, badRequest("%s is not valid UTF-8; send such bytes with \"encoding\":\"base64\"", what)
+	}
+	body := raw[1 : len(raw)-1 : len(raw)-1] // capped: appends never reach raw
+	if bytes.IndexByte(body, '\\') < 0 {
+		// Fast path: no escapes. The decoder already checked the syntax
+		// (no control characters), so the bytes are the string.
+		return body, nil
+	}
+	if loneSurrogate(body) {
+		return nil, badRequest("%s has an unpaired UTF-16 surrogate escape; send such bytes with \"encoding\":\"base64\"", what)
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, jsonError(err, what)
+	}
+	return []byte(s), nil
+}
+
+// loneSurrogate reports whether the body of a syntactically valid JSON
+// string has a \uD800-\uDFFF escape that is not part of a high-low pair.
+func loneSurrogate(b []byte) bool {
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		i++ // the escaped character
+		if b[i] != 'u' {
+			continue
+		}
+		c := hex4(b[i+1 : i+5])
+		i += 4
+		switch {
+		case c >= 0xDC00 && c <= 0xDFFF:
+			return true // low half first
+		case c >= 0xD800 && c <= 0xDBFF:
+			if i+6 >= len(b) || b[i+1] != '\\' || b[i+2] != 'u' {
+				return true
+			}
+			if lo := hex4(b[i+3 : i+7]); lo < 0xDC00 || lo > 0xDFFF {
+				return true
+			}
+			i += 6
+		}
+	}
+	return false
+}
+
+// hex4 decodes four hex digits the JSON scanner already validated.
+func hex4(b []byte) rune {
+	var r rune
+	for _, c := range b {
+		r <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			r |= rune(c - '0')
+		case c >= 'a' && c <= 'f':
+			r |= rune(c - 'a' + 10)
+		default:
+			r |= rune(c - 'A' + 10)
+		}
+	}
+	return r
+}
+
+// rawBytes decodes a key or value in enc. The result is never nil: nil
+// (no key, tombstone) is decided by the caller from JSON null.
+func rawBytes(raw json.RawMessage, enc encoding, what string) ([]byte, error) {
+	s, err := rawString(raw, what)
+	if err != nil || enc == encUTF8 {
+		return s, err
+	}
+	b := make([]byte, base64.StdEncoding.DecodedLen(len(s)))
+	n, err := base64.StdEncoding.Decode(b, s)
+	if err != nil {
+		return nil, badRequest("%s is not valid standard base64 (RFC 4648, padded): %v", what, err)
+	}
+	return b[:n], nil
+}
+
+// rawRecord is one record of a produce body before its encoding is known
+// (the "encoding" field may come after "records").
+type rawRecord struct {
+	Key       json.RawMessage `json:"key"`
+	Value     json.RawMessage `json:"value"`
+	Partition json.RawMessage `json:"partition"`
+}
+
+// readProduce decodes a produce body:
+//
+//	{"encoding":"utf8"|"base64","records":[{"key":..,"value":..,"partition":..}]}
+//
+// It streams through the records array so that a body of tiny records is
+// refused at record 10,001 instead of after decoding all of them. With
+// allowPartition false (the partition route) a per-record partition is
+// refused.
+func readProduce(w http.ResponseWriter, r *http.Request, allowPartition bool) ([]broker.ProduceRecord, error) {
+	dec := json.NewDecoder(limitBody(w, r))
+	tok, err := dec.Token()
+	if errors.Is(err, io.EOF) {
+		return nil, badRequest("request body is empty; want a JSON object")
+	}
+	if err != nil {
+		return nil, jsonError(err, "")
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, badRequest("request body: got JSON %s, want an object with \"records\"", tokenType(tok))
+	}
+	var (
+		raws     []rawRecord
+		haveRecs bool
+		enc      = encUTF8
+		encErr   error // an unknown encoding, reported after the syntax
+	)
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, jsonError(err, "")
+		}
+		name, _ := tok.(string) // object keys are always strings
+		switch {
+		case strings.EqualFold(name, "encoding"):
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				return nil, jsonError(err, "encoding")
+			}
+			if isNull(raw) {
+				enc, encErr = encUTF8, nil
+				continue
+			}
+			s, err := rawString(raw, "encoding")
+			if err != nil {
+				return nil, err
+			}
+			enc, encErr = parseEncoding(string(s))
+		case strings.EqualFold(name, "records"):
+			if haveRecs {
+				return nil, badRequest("records is given twice")
+			}
+			haveRecs = true
+			if raws, err = readRecords(dec); err != nil {
+				return nil, err
+			}
+		default:
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return nil, jsonError(err, name)
+			}
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing '}'
+		return nil, jsonError(err, "")
+	}
+	if tok, err := dec.Token(); !errors.Is(err, io.EOF) {
+		if err != nil {
+			return nil, jsonError(err, "")
+		}
+		return nil, badRequest("malformed JSON: unexpected %s after the top-level object", tokenType(tok))
+	}
+	if encErr != nil {
+		return nil, encErr
+	}
+	if raws == nil {
+		return nil, badRequest("records is required: an array of 1 to %d records", broker.MaxBatchRecords)
+	}
+	if len(raws) == 0 {
+		return nil, badRequest("records is empty: send 1 to %d records", broker.MaxBatchRecords)
+	}
+	recs := make([]broker.ProduceRecord, len(raws))
+	for i, rr := range raws {
+		rec, err := convertRecord(i, rr, enc, allowPartition)
+		if err != nil {
+			return nil, err
+		}
+		recs[i] = rec
+	}
+	return recs, nil
+}
+
+// readRecords reads the value of "records": an array of objects, or null
+// (nil result, "records is required").
+func readRecords(dec *json.Decoder) ([]rawRecord, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, jsonError(err, "records")
+	}
+	if tok == nil {
+		return nil, nil
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '[' {
+		return nil, badRequest("records: got JSON %s, want an array", tokenType(tok))
+	}
+	raws := []rawRecord{}
+	for dec.More() {
+		if len(raws) == broker.MaxBatchRecords {
+			return nil, tooLarge("more than %d records in one request", broker.MaxBatchRecords)
+		}
+		var rr rawRecord
+		if err := dec.Decode(&rr); err != nil {
+			return nil, jsonError(err, fmt.Sprintf("records[%d]", len(raws)))
+		}
+		raws = append(raws, rr)
+	}
+	if _, err := dec.Token(); err != nil { // the closing ']'
+		return nil, jsonError(err, "records")
+	}
+	return raws, nil
+}
+
+// tokenType names a json.Token for messages.
+func tokenType(tok json.Token) string {
+	switch t := tok.(type) {
+	case json.Delim:
+		switch t {
+		case '{':
+			return "object"
+		case '[':
+			return "array"
+		}
+		return fmt.Sprintf("%q", string(t))
+	case string:
+		return "string"
+	case float64, json.Number:
+		return "number"
+	case bool:
+		return "boolean"
+	case nil:
+		return "null"
+	}
+	return fmt.Sprintf("%T", tok)
+}
+
+// convertRecord applies API.md's record rules: key absent or null = no key
+// (nil); value null = tombstone (nil); value absent = 400, so a forgotten
+// field is not silently a tombstone; "" is an empty, non-nil slice.
+func convertRecord(i int, rr rawRecord, enc encoding, allowPartition bool) (broker.ProduceRecord, error) {
+	rec := broker.ProduceRecord{Partition: -1}
+	if !isNull(rr.Partition) {
+		if !allowPartition {
+			return rec, badRequest("records[%d].partition is not allowed here: the partition is in the path", i)
+		}
+		p, err := rawInt(rr.Partition, fmt.Sprintf("records[%d].partition", i), math.MaxInt32)
+		if err != nil {
+			return rec, err
+		}
+		rec.Partition = int(p)
+	}
+	if !isNull(rr.Key) {
+		k, err := rawBytes(rr.Key, enc, fmt.Sprintf("records[%d].key", i))
+		if err != nil {
+			return rec, err
+		}
+		rec.Key = k
+	}
+	if rr.Value == nil {
+		return rec, badRequest("records[%d].value is required (use null for a tombstone)", i)
+	}
+	if !isNull(rr.Value) {
+		v, err := rawBytes(rr.Value, enc, fmt.Sprintf("records[%d].value", i))
+		if err != nil {
+			return rec, err
+		}
+		rec.Value = v
+	}
+	if n := len(rec.Key) + len(rec.Value); n > broker.MaxRecordBytes {
+		return rec, tooLarge("records[%d]: key and value are %d bytes, more than the %d a record may have", i, n, broker.MaxRecordBytes)
+	}
+	return rec, nil
+}
+
+// decodeArray decodes raw, a JSON array or null (nil result), element by
+// element, refusing more than max elements with 413 before decoding them.
+func decodeArray[T any](raw json.RawMessage, what string, max int) ([]T, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	if raw[0] != '[' {
+		return nil, badRequest("%s: got JSON %s, want an array", what, jsonType(raw))
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if _, err := dec.Token(); err != nil { // '['
+		return nil, jsonError(err, what)
+	}
+	out := []T{}
+	for dec.More() {
+		if len(out) == max {
+			return nil, tooLarge("%s has more than %d entries", what, max)
+		}
+		var v T
+		if err := dec.Decode(&v); err != nil {
+			return nil, jsonError(err, fmt.Sprintf("%s[%d]", what, len(out)))
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}

@@ -1,0 +1,79 @@
+// Package api is tierlog's HTTP API (/work/shared/API.md) as one
+// http.Handler over a *broker.Broker. The local server serves it with
+// net/http; Lambda serves the same handler through an API Gateway v2
+// adapter. Errors become status codes in one place: classify, errors.go.
+//
+// # Routes
+//
+//	GET    /v1/health                                          {"status":"ok"}
+//	POST   /v1/topics                                          201 topic
+//	GET    /v1/topics                                          {"topics":[...]} by name
+//	GET    /v1/topics/{topic}                                  topic
+//	DELETE /v1/topics/{topic}                                  204
+//	POST   /v1/topics/{topic}/records                          Broker.Produce
+//	POST   /v1/topics/{topic}/partitions/{partition}/records   Broker.ProducePartition
+//	GET    /v1/topics/{topic}/partitions/{partition}/records   Broker.Fetch
+//	GET    /v1/topics/{topic}/partitions/{partition}/offsets   Offsets / OffsetForTime
+//	PUT    /v1/groups/{group}/offsets                          204
+//	GET    /v1/groups/{group}/offsets?topic=T                  offsets with lag
+//
+// Routing uses ServeMux patterns. A GET route also answers HEAD. Any other
+// method on a known path is 405 method_not_allowed with an Allow header;
+// any other path is 404 not_found; both in API.md's error shape.
+//
+// # Decisions where API.md is silent
+//
+//   - Paths are taken literally, never resolved: "/v1/topics/.." names the
+//     topic "..", which is 400 like "/v1/topics/%2e%2e" (ServeMux would
+//     answer a redirect). A path with an empty segment ("//") is 404
+//     not_found. "%2F" inside a segment is part of the name (400).
+//   - Validation happens before any broker call, in this order: path
+//     names, path numbers, query, body. Topic names follow
+//     broker.ValidTopicName; group names the same rule
+//     (`^[A-Za-z0-9._-]{1,249}$`, not "." or "..").
+//   - Numbers in paths and queries are ASCII digits only: no sign, space,
+//     exponent or hex, not empty. Offsets and timestamps must fit an int64,
+//     partitions an int32 (Kafka's type); a bigger number is 400, while a
+//     partition that fits but the topic lacks is 404 partition_not_found.
+//     A query parameter given twice is 400; unknown parameters are ignored.
+//   - Fetch caps are clamped, not refused: max_records above 10,000 reads
+//     10,000, max_bytes above 4 MiB reads 4 MiB, wait_ms above 20,000 waits
+//     20 s. Below the minimum is 400: max_records and max_bytes >= 1,
+//     wait_ms >= 0.
+//   - Bodies: at most 5 MiB (413). Unknown fields are ignored (forward
+//     compatibility; field names match case-insensitively, as encoding/json
+//     does); wrong JSON types, malformed JSON and anything but white space
+//     after the object are 400. Absent or null optional fields take their
+//     defaults.
+//   - Records: "key" absent or null is no key; "value" null is a tombstone;
+//     "value" absent is 400 "value is required (use null for a
+//     tombstone)", so a typo is not a silent delete. "" is an empty,
+//     non-nil key or value, distinct from null. "partition" null is
+//     absent; otherwise a non-negative integer (1.0, 1e0 are 400). On the
+//     partition route a record with a partition is 400.
+//   - utf8 mode on produce never alters bytes either: a string that is not
+//     valid UTF-8, or has an unpaired surrogate escape (\ud800) that
+//     encoding/json would turn into U+FFFD, is 400; such bytes travel as
+//     base64. base64 is standard, padded (RFC 4648 section 4).
+//   - More than 10,000 records is 413, refused while streaming at record
+//     10,001. A record whose key plus value exceeds 1 MiB (after base64
+//     decoding) is 413.
+//   - Fetch in utf8 mode: a record without key has "key":null, a tombstone
+//     "value":null. key_encoding / value_encoding appear only on a field
+//     that is base64 because it is not valid UTF-8. In base64 mode every
+//     key and value is base64 and no *_encoding field appears.
+//   - Topics are shown with the seven configuration fields of the create
+//     request. The store's incarnation id and creation time are internal
+//     and not shown (adding them later is compatible; removing is not).
+//   - Group commits: "topic", "partition", "offset" required, "metadata"
+//     optional ("" when absent), at most 4 KiB (Kafka's
+//     offset.metadata.max.bytes; more is 413), 1 to 10,000 entries, no
+//     (topic, partition) twice (400). An unknown group reads as
+//     {"offsets":[]}.
+//   - Context errors (deadline, client gone) and broker.ErrClosed are 503
+//     unavailable with Retry-After: 1, like ErrUnavailable: the outcome is
+//     unknown and a retry is safe.
+//   - Every answer has an X-Request-Id (generated, never taken from the
+//     request). A 500 says only "internal error; request id X"; the log has
+//     the error. A panic is recovered into a 500 and logged with its stack.
+package api

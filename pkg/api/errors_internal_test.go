@@ -1,0 +1,227 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/tierlog/tierlog/pkg/broker"
+)
+
+// TestClassify covers every row of API.md's error table, including the
+// ones the real broker cannot be made to return on demand (503, 500).
+func TestClassify(t *testing.T) {
+	wrap := func(err error) error { return fmt.Errorf("topic %q partition %d: %w", "orders", 3, err) }
+	cases := []struct {
+		err    error
+		status int
+		code   string
+	}{
+		{badRequest("offset %q is bad", "x"), 400, "invalid_request"},
+		{wrap(broker.ErrInvalid), 400, "invalid_request"},
+		{wrap(broker.ErrTopicNotFound), 404, "topic_not_found"},
+		{wrap(broker.ErrPartitionNotFound), 404, "partition_not_found"},
+		{notFound(httptest.NewRequest("GET", "/nope", nil)), 404, "not_found"},
+		{&apiError{status: 405, code: codeMethodNotAllowed, msg: "m", allow: "GET"}, 405, "method_not_allowed"},
+		{wrap(broker.ErrTopicExists), 409, "topic_exists"},
+		{wrap(broker.ErrTooLarge), 413, "payload_too_large"},
+		{tooLarge("big"), 413, "payload_too_large"},
+		{fmt.Errorf("read: %w", &http.MaxBytesError{Limit: maxBodyBytes}), 413, "payload_too_large"},
+		{wrap(&broker.OffsetOutOfRangeError{Offset: 9, LogStartOffset: 2, HighWatermark: 5}), 416, "offset_out_of_range"},
+		{wrap(broker.ErrUnavailable), 503, "unavailable"},
+		{broker.ErrClosed, 503, "unavailable"},
+		{wrap(context.DeadlineExceeded), 503, "unavailable"},
+		{context.Canceled, 503, "unavailable"},
+		{errors.New("disk on fire"), 500, "internal"},
+		{fmt.Errorf("read segment: %w", io.ErrUnexpectedEOF), 500, "internal"},
+	}
+	for _, c := range cases {
+		var logs bytes.Buffer
+		s := &server{log: slog.New(slog.NewTextHandler(&logs, nil))}
+		r := httptest.NewRequest("GET", "/v1/x", nil)
+		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, "req-123"))
+		w := httptest.NewRecorder()
+		s.writeError(w, r, c.err)
+
+		if w.Code != c.status {
+			t.Errorf("%v: status %d, want %d", c.err, w.Code, c.status)
+		}
+		if ct := w.Header().Get("Content-Type"); ct != "application/json" {
+			t.Errorf("%v: Content-Type %q", c.err, ct)
+		}
+		var body struct {
+			Error struct {
+				Code    string `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+			LogStartOffset *int64 `json:"log_start_offset"`
+			HighWatermark  *int64 `json:"high_watermark"`
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
+			t.Fatalf("%v: body %s: %v", c.err, w.Body, err)
+		}
+		if body.Error.Code != c.code || body.Error.Message == "" {
+			t.Errorf("%v: error %+v, want code %s", c.err, body.Error, c.code)
+		}
+		if got := w.Header().Get("Retry-After"); (c.status == 503) != (got == "1") {
+			t.Errorf("%v: Retry-After %q", c.err, got)
+		}
+		if c.status == 405 && w.Header().Get("Allow") != "GET" {
+			t.Errorf("%v: Allow %q", c.err, w.Header().Get("Allow"))
+		}
+		if c.status == 416 {
+			if body.LogStartOffset == nil || *body.LogStartOffset != 2 || body.HighWatermark == nil || *body.HighWatermark != 5 {
+				t.Errorf("416 body %s", w.Body)
+			}
+		} else if body.LogStartOffset != nil || body.HighWatermark != nil {
+			t.Errorf("%v: offsets in a non-416 body %s", c.err, w.Body)
+		}
+		switch {
+		case c.status == 500:
+			// The message names the request id, not the internals; the log
+			// has both.
+			if !strings.Contains(body.Error.Message, "req-123") || strings.Contains(body.Error.Message, c.err.Error()) {
+				t.Errorf("500 message %q", body.Error.Message)
+			}
+			if l := logs.String(); !strings.Contains(l, "req-123") || !strings.Contains(l, c.err.Error()) {
+				t.Errorf("500 log %q", l)
+			}
+		default:
+			if logs.Len() != 0 {
+				t.Errorf("%v: logged %q", c.err, logs.String())
+			}
+		}
+	}
+}
+
+func TestPanicRecovered(t *testing.T) {
+	var logs bytes.Buffer
+	h := New(nil, WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	s := h.(*server)
+	s.mux.HandleFunc("GET /panic", func(http.ResponseWriter, *http.Request) { panic("boom") })
+
+	for _, target := range []string{
+		"/panic",
+		// A nil broker panics inside the broker call: still a 500.
+		"/v1/topics/orders",
+	} {
+		logs.Reset()
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", target, nil))
+		if w.Code != 500 || !strings.Contains(w.Body.String(), `"code":"internal"`) {
+			t.Errorf("%s: %d %s", target, w.Code, w.Body)
+		}
+		id := w.Header().Get(headerRequestID)
+		if id == "" || !strings.Contains(logs.String(), id) || !strings.Contains(logs.String(), "goroutine") {
+			t.Errorf("%s: log %q lacks request id %q or stack", target, logs.String(), id)
+		}
+	}
+}
+
+func TestParseNonNegative(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		max  int64
+		want int64
+		ok   bool
+	}{
+		{"0", 10, 0, true},
+		{"007", 10, 7, true},
+		{"10", 10, 10, true},
+		{"11", 10, 0, false},
+		{"9223372036854775807", 1<<63 - 1, 1<<63 - 1, true},
+		{"9223372036854775808", 1<<63 - 1, 0, false},
+		{"99999999999999999999999", 1<<63 - 1, 0, false},
+		{"", 10, 0, false},
+		{"-1", 10, 0, false},
+		{"+1", 10, 0, false},
+		{"1e3", 1 << 20, 0, false},
+		{"0x10", 1 << 20, 0, false},
+		{" 1", 10, 0, false},
+		{"1.0", 10, 0, false},
+		{"١", 10, 0, false}, // Arabic-Indic digit one
+	} {
+		got, ok := parseNonNegative(c.in, c.max)
+		if got != c.want || ok != c.ok {
+			t.Errorf("parseNonNegative(%q, %d) = %d, %v; want %d, %v", c.in, c.max, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+func TestRawString(t *testing.T) {
+	for _, c := range []struct {
+		raw  string
+		want string
+		ok   bool
+	}{
+		{`"plain"`, "plain", true},
+		{`""`, "", true},
+		{`"a\nb\u00e9"`, "a\nbé", true},
+		{`"\ud83d\ude00"`, "😀", true},
+		{`"\ufffd"`, "\uFFFD", true},
+		{"\"\uFFFD\"", "\uFFFD", true},
+		{`"\uFFFD\ud800"`, "", false},
+		{`"\udc00"`, "", false},
+		{`"\\ufffd\ud800"`, "", false},
+		{`"\\ud800"`, `\ud800`, true},
+		{`"\ud83d"`, "", false},
+		{`"\ud83dx"`, "", false},
+		{`"\ud83d\n12345"`, "", false},
+		{`"\ud83d\u0041"`, "", false},
+		{`"\uD83D\uDE00\u00E9"`, "😀é", true},
+		{"\"\xff\"", "", false},
+		{`12`, "", false},
+	} {
+		got, err := rawString(json.RawMessage(c.raw), "v")
+		if (err == nil) != c.ok || (c.ok && string(got) != c.want) {
+			t.Errorf("rawString(%s) = %q, %v; want %q ok=%v", c.raw, got, err, c.want, c.ok)
+		}
+		if c.ok && got == nil {
+			t.Errorf("rawString(%s) = nil, want non-nil", c.raw)
+		}
+	}
+}
+
+// TestProducePartialFailure checks the answer shape when one partition's
+// batch failed, which the real broker cannot be made to do on demand.
+func TestProducePartialFailure(t *testing.T) {
+	var logs bytes.Buffer
+	s := &server{log: slog.New(slog.NewTextHandler(&logs, nil))}
+	r := httptest.NewRequest("POST", "/v1/topics/orders/records", nil)
+	r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, "req-9"))
+	w := httptest.NewRecorder()
+	recs := make([]broker.ProduceRecord, 4)
+	s.writeProduce(w, r, recs, []broker.ProduceResult{
+		{Partition: 0, Offset: 41, Timestamp: 1764500000000},
+		{Partition: 1, Offset: -1, Err: fmt.Errorf("append: %w", broker.ErrUnavailable)},
+		{Partition: 0, Offset: 42, Timestamp: 1764500000000},
+		{Partition: 2, Offset: -1, Err: errors.New("boom")},
+	})
+	want := `{"offsets":[` +
+		`{"partition":0,"offset":41,"timestamp":1764500000000},` +
+		`{"partition":1,"error":{"code":"unavailable","message":"append: broker: unavailable"}},` +
+		`{"partition":0,"offset":42,"timestamp":1764500000000},` +
+		`{"partition":2,"error":{"code":"internal","message":"internal error; request id req-9"}}` +
+		`],"failed_record_count":2}`
+	if w.Code != 200 || strings.TrimSpace(w.Body.String()) != want {
+		t.Errorf("got %d %s\nwant %s", w.Code, w.Body, want)
+	}
+	if !strings.Contains(logs.String(), "req-9") || !strings.Contains(logs.String(), "boom") {
+		t.Errorf("internal record error not logged: %q", logs.String())
+	}
+
+	// A result count that does not match is the broker's bug: 500.
+	w = httptest.NewRecorder()
+	s.writeProduce(w, r, recs, nil)
+	if w.Code != 500 {
+		t.Errorf("mismatched results: %d", w.Code)
+	}
+}

@@ -1,0 +1,206 @@
+package api
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tierlog/tierlog/pkg/broker"
+)
+
+// Fetch limits (API.md). Values above a cap are clamped to it (see
+// boundedParam); values below the minimum are 400.
+const (
+	maxWaitMs = int64(broker.MaxWait / time.Millisecond) // 20,000
+)
+
+// utf8Record is a fetched record in utf8 mode. Key and Value are JSON
+// strings, or null for no key / a tombstone; a key or value that is not
+// valid UTF-8 is base64 and says so in KeyEncoding / ValueEncoding, so the
+// bytes are never altered.
+type utf8Record struct {
+	Offset        int64   `json:"offset"`
+	Timestamp     int64   `json:"timestamp"`
+	Key           *string `json:"key"`
+	KeyEncoding   string  `json:"key_encoding,omitempty"`
+	Value         *string `json:"value"`
+	ValueEncoding string  `json:"value_encoding,omitempty"`
+}
+
+// base64Record is a fetched record in base64 mode: encoding/json writes a
+// []byte as standard padded base64, and nil as null.
+type base64Record struct {
+	Offset    int64  `json:"offset"`
+	Timestamp int64  `json:"timestamp"`
+	Key       []byte `json:"key"`
+	Value     []byte `json:"value"`
+}
+
+type fetchResponse struct {
+	Records        any   `json:"records"`
+	NextOffset     int64 `json:"next_offset"`
+	HighWatermark  int64 `json:"high_watermark"`
+	LogStartOffset int64 `json:"log_start_offset"`
+}
+
+// GET /v1/topics/{topic}/partitions/{partition}/records?offset=N
+// [&max_records=][&max_bytes=][&wait_ms=][&encoding=]
+func (s *server) fetch(w http.ResponseWriter, r *http.Request) {
+	req, enc, err := fetchParams(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	res, err := s.b.Fetch(r.Context(), req)
+	if err != nil {
+		if oor := (*broker.OffsetOutOfRangeError)(nil); errors.As(err, &oor) {
+			err = fmt.Errorf("topic %q partition %d: %w", req.Topic, req.Partition, err)
+		}
+		s.writeError(w, r, err)
+		return
+	}
+	out := fetchResponse{
+		NextOffset:     res.NextOffset,
+		HighWatermark:  res.HighWatermark,
+		LogStartOffset: res.LogStartOffset,
+	}
+	if enc == encBase64 {
+		recs := make([]base64Record, len(res.Records))
+		for i := range res.Records {
+			rec := &res.Records[i]
+			recs[i] = base64Record{Offset: rec.Offset, Timestamp: rec.Timestamp, Key: rec.Key, Value: rec.Value}
+		}
+		out.Records = recs
+	} else {
+		recs := make([]utf8Record, len(res.Records))
+		// One backing array for every key and value string pointer.
+		strs := make([]string, 2*len(res.Records))
+		for i := range res.Records {
+			rec := &res.Records[i]
+			o := &recs[i]
+			o.Offset, o.Timestamp = rec.Offset, rec.Timestamp
+			o.Key, o.KeyEncoding = textOrBase64(rec.Key, &strs[2*i])
+			o.Value, o.ValueEncoding = textOrBase64(rec.Value, &strs[2*i+1])
+		}
+		out.Records = recs
+	}
+	s.writeJSON(w, r, http.StatusOK, &out)
+}
+
+// textOrBase64 renders b for utf8 mode into *slot: nil stays nil (null),
+// valid UTF-8 is the string itself, anything else is base64 with encoding
+// "base64".
+func textOrBase64(b []byte, slot *string) (*string, string) {
+	if b == nil {
+		return nil, ""
+	}
+	if utf8.Valid(b) {
+		*slot = string(b)
+		return slot, ""
+	}
+	*slot = base64.StdEncoding.EncodeToString(b)
+	return slot, "base64"
+}
+
+func fetchParams(r *http.Request) (broker.FetchRequest, encoding, error) {
+	var req broker.FetchRequest
+	req.Topic = r.PathValue("topic")
+	if err := checkTopic(req.Topic); err != nil {
+		return req, 0, err
+	}
+	var err error
+	if req.Partition, err = partitionParam(r); err != nil {
+		return req, 0, err
+	}
+	q, err := parseQuery(r)
+	if err != nil {
+		return req, 0, err
+	}
+	off, ok, err := q.int64Param("offset")
+	if err != nil {
+		return req, 0, err
+	}
+	if !ok {
+		return req, 0, badRequest("query parameter offset is required")
+	}
+	req.Offset = off
+	maxRecords, err := q.boundedParam("max_records", broker.DefaultMaxFetch, 1, broker.MaxFetchRecords)
+	if err != nil {
+		return req, 0, err
+	}
+	maxBytes, err := q.boundedParam("max_bytes", broker.DefaultFetchSize, 1, broker.MaxFetchBytes)
+	if err != nil {
+		return req, 0, err
+	}
+	waitMs, err := q.boundedParam("wait_ms", 0, 0, maxWaitMs)
+	if err != nil {
+		return req, 0, err
+	}
+	req.MaxRecords, req.MaxBytes = int(maxRecords), int(maxBytes)
+	req.Wait = time.Duration(waitMs) * time.Millisecond
+	enc := encUTF8
+	if s, ok, err := q.get("encoding"); err != nil {
+		return req, 0, err
+	} else if ok {
+		if enc, err = parseEncoding(s); err != nil {
+			return req, 0, err
+		}
+	}
+	return req, enc, nil
+}
+
+type offsetsResponse struct {
+	LogStartOffset int64 `json:"log_start_offset"`
+	HighWatermark  int64 `json:"high_watermark"`
+}
+
+type timeOffsetResponse struct {
+	Offset    int64  `json:"offset"`
+	Timestamp *int64 `json:"timestamp"` // null when no record is that late
+}
+
+// GET /v1/topics/{topic}/partitions/{partition}/offsets[?timestamp=T]
+func (s *server) offsets(w http.ResponseWriter, r *http.Request) {
+	topic := r.PathValue("topic")
+	if err := checkTopic(topic); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	part, err := partitionParam(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	q, err := parseQuery(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ts, byTime, err := q.int64Param("timestamp")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if !byTime {
+		o, err := s.b.Offsets(r.Context(), topic, part)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		s.writeJSON(w, r, http.StatusOK, offsetsResponse{LogStartOffset: o.LogStartOffset, HighWatermark: o.HighWatermark})
+		return
+	}
+	to, err := s.b.OffsetForTime(r.Context(), topic, part, ts)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := timeOffsetResponse{Offset: to.Offset}
+	if to.Found {
+		out.Timestamp = &to.Timestamp
+	}
+	s.writeJSON(w, r, http.StatusOK, out)
+}

@@ -1,0 +1,131 @@
+package api
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/tierlog/tierlog/pkg/broker"
+)
+
+// topicJSON is a topic as API.md shows it: the seven configuration fields
+// of the create request, defaults filled in. The store's internal fields
+// (the incarnation id that names files, the creation time) are left out:
+// they are not part of the contract, and adding fields later is allowed
+// while removing them is not.
+type topicJSON struct {
+	Name           string `json:"name"`
+	Partitions     int    `json:"partitions"`
+	RetentionMs    int64  `json:"retention_ms"`
+	RetentionBytes int64  `json:"retention_bytes"`
+	SegmentBytes   int64  `json:"segment_bytes"`
+	SegmentMs      int64  `json:"segment_ms"`
+	CleanupPolicy  string `json:"cleanup_policy"`
+}
+
+func toTopicJSON(t broker.Topic) topicJSON {
+	return topicJSON{
+		Name:           t.Name,
+		Partitions:     t.Partitions,
+		RetentionMs:    t.RetentionMs,
+		RetentionBytes: t.RetentionBytes,
+		SegmentBytes:   t.SegmentBytes,
+		SegmentMs:      t.SegmentMs,
+		CleanupPolicy:  t.CleanupPolicy,
+	}
+}
+
+// createTopicRequest is the body of POST /v1/topics. Absent or null fields
+// take the broker's defaults; wrong JSON types are refused by the decoder.
+type createTopicRequest struct {
+	Name           *string `json:"name"`
+	Partitions     *int32  `json:"partitions"`
+	RetentionMs    *int64  `json:"retention_ms"`
+	RetentionBytes *int64  `json:"retention_bytes"`
+	SegmentBytes   *int64  `json:"segment_bytes"`
+	SegmentMs      *int64  `json:"segment_ms"`
+	CleanupPolicy  *string `json:"cleanup_policy"`
+}
+
+// POST /v1/topics
+func (s *server) createTopic(w http.ResponseWriter, r *http.Request) {
+	var req createTopicRequest
+	if err := readJSON(w, r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if req.Name == nil {
+		s.writeError(w, r, badRequest("name is required"))
+		return
+	}
+	if err := checkTopic(*req.Name); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	spec := broker.TopicSpec{
+		Name:           *req.Name,
+		RetentionMs:    req.RetentionMs,
+		RetentionBytes: req.RetentionBytes,
+		SegmentBytes:   req.SegmentBytes,
+		SegmentMs:      req.SegmentMs,
+		CleanupPolicy:  req.CleanupPolicy,
+	}
+	if req.Partitions != nil {
+		p := int(*req.Partitions)
+		spec.Partitions = &p
+	}
+	t, err := s.b.CreateTopic(r.Context(), spec)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, http.StatusCreated, toTopicJSON(t))
+}
+
+// GET /v1/topics
+func (s *server) listTopics(w http.ResponseWriter, r *http.Request) {
+	ts, err := s.b.Topics(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := struct {
+		Topics []topicJSON `json:"topics"`
+	}{Topics: make([]topicJSON, len(ts))}
+	for i, t := range ts {
+		out.Topics[i] = toTopicJSON(t)
+	}
+	// API.md promises name order; the broker lists sorted already, and this
+	// keeps the contract here whatever the store does.
+	slices.SortFunc(out.Topics, func(a, b topicJSON) int { return strings.Compare(a.Name, b.Name) })
+	s.writeJSON(w, r, http.StatusOK, &out)
+}
+
+// GET /v1/topics/{topic}
+func (s *server) getTopic(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("topic")
+	if err := checkTopic(name); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	t, err := s.b.Topic(r.Context(), name)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, toTopicJSON(t))
+}
+
+// DELETE /v1/topics/{topic}
+func (s *server) deleteTopic(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("topic")
+	if err := checkTopic(name); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := s.b.DeleteTopic(r.Context(), name); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
