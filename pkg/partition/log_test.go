@@ -19,7 +19,7 @@ import (
 // clock is a settable fake clock.
 type clock struct{ ms atomic.Int64 }
 
-func (c *clock) now() time.Time           { return time.UnixMilli(c.ms.Load()) }
+func (c *clock) now() time.Time          { return time.UnixMilli(c.ms.Load()) }
 func (c *clock) advance(d time.Duration) { c.ms.Add(d.Milliseconds()) }
 
 // faultFS fails the next fsync or write of .log files on demand.
