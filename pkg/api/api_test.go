@@ -41,13 +41,14 @@ func TestTopics(t *testing.T) {
 	t.Parallel()
 	s := newServer(t)
 
-	// Defaults filled in; exactly the documented fields.
+	// Defaults filled in; exactly the documented fields and the extensions
+	// of docs/api-extensions.md.
 	r := s.ok("POST", "/v1/topics", `{"name":"orders"}`, http.StatusCreated, nil)
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(r.body, &fields); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"cleanup_policy", "name", "partitions", "retention_bytes", "retention_ms", "segment_bytes", "segment_ms"}
+	want := []string{"cache_enabled", "cleanup_policy", "name", "partitions", "read_ahead_segments", "retention_bytes", "retention_ms", "segment_bytes", "segment_ms"}
 	if got := sortedKeys(fields); !slices.Equal(got, want) {
 		t.Errorf("topic fields %v, want %v", got, want)
 	}

@@ -21,6 +21,9 @@ type topicJSON struct {
 	SegmentBytes   int64  `json:"segment_bytes"`
 	SegmentMs      int64  `json:"segment_ms"`
 	CleanupPolicy  string `json:"cleanup_policy"`
+	// Extensions (docs/api-extensions.md): cold-tier read settings.
+	CacheEnabled      bool `json:"cache_enabled"`
+	ReadAheadSegments int  `json:"read_ahead_segments"`
 }
 
 func toTopicJSON(t broker.Topic) topicJSON {
@@ -32,6 +35,9 @@ func toTopicJSON(t broker.Topic) topicJSON {
 		SegmentBytes:   t.SegmentBytes,
 		SegmentMs:      t.SegmentMs,
 		CleanupPolicy:  t.CleanupPolicy,
+
+		CacheEnabled:      t.CacheEnabled,
+		ReadAheadSegments: t.ReadAheadSegments,
 	}
 }
 
@@ -45,6 +51,9 @@ type createTopicRequest struct {
 	SegmentBytes   *int64  `json:"segment_bytes"`
 	SegmentMs      *int64  `json:"segment_ms"`
 	CleanupPolicy  *string `json:"cleanup_policy"`
+
+	CacheEnabled      *bool  `json:"cache_enabled"`
+	ReadAheadSegments *int32 `json:"read_ahead_segments"`
 }
 
 // POST /v1/topics
@@ -69,6 +78,11 @@ func (s *server) createTopic(w http.ResponseWriter, r *http.Request) {
 		SegmentBytes:   req.SegmentBytes,
 		SegmentMs:      req.SegmentMs,
 		CleanupPolicy:  req.CleanupPolicy,
+	}
+	spec.CacheEnabled = req.CacheEnabled
+	if req.ReadAheadSegments != nil {
+		n := int(*req.ReadAheadSegments)
+		spec.ReadAheadSegments = &n
 	}
 	if req.Partitions != nil {
 		p := int(*req.Partitions)

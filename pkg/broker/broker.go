@@ -31,15 +31,16 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/tierlog/tierlog/pkg/meta"
+	"github.com/tierlog/tierlog/pkg/objstore"
 	"github.com/tierlog/tierlog/pkg/partition"
 	"github.com/tierlog/tierlog/pkg/segment"
+	"github.com/tierlog/tierlog/pkg/tier"
 )
 
 // Config configures a Broker.
@@ -61,6 +62,13 @@ type Config struct {
 	IndexIntervalBytes int
 	// FS opens segment files (fault injection in tests). Default the OS.
 	FS segment.FS
+	// Objects is the cold tier. Nil: no cold tier (nothing is ever tiered).
+	Objects objstore.Store
+	// Cache caches cold-tier indexes and artifacts. Nil: a 256 MiB cache.
+	Cache *tier.Cache
+	// OnRoll is called when a partition seals a segment (the compactor's
+	// cue). It must not block.
+	OnRoll func(meta.PartitionKey)
 	// Now is the clock. Default time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -85,12 +93,17 @@ func (c *Config) applyDefaults() error {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if c.Cache == nil {
+		c.Cache = tier.NewCache(256 << 20)
+	}
 	return nil
 }
 
 // Broker is safe for concurrent use.
 type Broker struct {
 	cfg Config
+
+	cold *tier.Reader // nil without a cold tier
 
 	mu     sync.RWMutex
 	topics map[string]*topic
@@ -117,7 +130,11 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("broker: data dir: %w", err)
 	}
-	return &Broker{cfg: cfg, topics: map[string]*topic{}}, nil
+	b := &Broker{cfg: cfg, topics: map[string]*topic{}}
+	if cfg.Objects != nil {
+		b.cold = tier.NewReader(cfg.Objects, cfg.Cache)
+	}
+	return b, nil
 }
 
 // CreateTopic validates spec, fills defaults and stores the topic.
@@ -157,6 +174,15 @@ func topicFromSpec(s TopicSpec) (Topic, error) {
 		SegmentBytes:   DefaultSegmentBytes,
 		SegmentMs:      DefaultSegmentMs,
 		CleanupPolicy:  DefaultCleanupPolicy,
+
+		CacheEnabled:      DefaultCacheEnabled,
+		ReadAheadSegments: DefaultReadAhead,
+	}
+	if s.CacheEnabled != nil {
+		t.CacheEnabled = *s.CacheEnabled
+	}
+	if s.ReadAheadSegments != nil {
+		t.ReadAheadSegments = *s.ReadAheadSegments
 	}
 	if s.Partitions != nil {
 		t.Partitions = *s.Partitions
@@ -187,6 +213,8 @@ func topicFromSpec(s TopicSpec) (Topic, error) {
 		return t, fmt.Errorf("%w: segment_bytes %d must be %d..%d", ErrInvalid, t.SegmentBytes, MinSegmentBytes, MaxSegmentBytes)
 	case t.SegmentMs < 1:
 		return t, fmt.Errorf("%w: segment_ms %d must be positive", ErrInvalid, t.SegmentMs)
+	case t.ReadAheadSegments < 0 || t.ReadAheadSegments > MaxReadAhead:
+		return t, fmt.Errorf("%w: read_ahead_segments %d must be 0..%d", ErrInvalid, t.ReadAheadSegments, MaxReadAhead)
 	case t.CleanupPolicy != "delete":
 		return t, fmt.Errorf("%w: cleanup_policy %q: only \"delete\" is supported", ErrInvalid, t.CleanupPolicy)
 	}
@@ -194,7 +222,7 @@ func topicFromSpec(s TopicSpec) (Topic, error) {
 }
 
 func (b *Broker) topicDir(t Topic) string {
-	return filepath.Join(b.cfg.DataDir, t.Name+"~"+t.ID)
+	return partition.TopicDir(b.cfg.DataDir, t.Name, t.ID)
 }
 
 func (b *Broker) checkOpen() error {
@@ -282,7 +310,7 @@ func (t *topic) part(ctx context.Context, p int) (*partition.Log, error) {
 	if l := t.parts[p]; l != nil {
 		return l, nil
 	}
-	dir := filepath.Join(t.dir, fmt.Sprint(p))
+	dir := partition.Dir(t.broker.cfg.DataDir, meta.PartitionKey{Topic: t.cfg.Name, TopicID: t.cfg.ID, Partition: p})
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("broker: partition dir: %w", err)
 	}
@@ -300,6 +328,7 @@ func (t *topic) part(ctx context.Context, p int) (*partition.Log, error) {
 		FS:                 c.FS,
 		Now:                c.Now,
 		Logger:             c.Logger,
+		OnRoll:             c.OnRoll,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
@@ -510,11 +539,15 @@ func (b *Broker) Fetch(ctx context.Context, req FetchRequest) (FetchResult, erro
 	}
 	if req.Wait > 0 {
 		// Only wait when there is nothing to return yet.
-		if _, hw, err := l.Bounds(ctx); err == nil && req.Offset == hw {
+		if bounds, err := l.Bounds(ctx); err == nil && req.Offset == bounds.HighWatermark {
 			l.Wait(ctx, req.Offset, min(req.Wait, MaxWait))
 		}
 	}
-	recs, bounds, err := l.Read(ctx, req.Offset, min(maxRecords, MaxFetchRecords), min(maxBytes, MaxFetchBytes))
+	maxRecords, maxBytes = min(maxRecords, MaxFetchRecords), min(maxBytes, MaxFetchBytes)
+	recs, bounds, err := l.Read(ctx, req.Offset, maxRecords, maxBytes)
+	if errors.Is(err, partition.ErrNotHot) {
+		recs, err = b.readCold(ctx, t, req.Partition, req.Offset, maxRecords, maxBytes)
+	}
 	if err != nil {
 		return FetchResult{}, mapErr(err)
 	}
@@ -523,6 +556,27 @@ func (b *Broker) Fetch(ctx context.Context, req FetchRequest) (FetchResult, erro
 		next = recs[len(recs)-1].Offset + 1
 	}
 	return FetchResult{Records: recs, NextOffset: next, HighWatermark: bounds.HighWatermark, LogStartOffset: bounds.LogStartOffset}, nil
+}
+
+// readCold reads offset from the cold tier through the catalog.
+func (b *Broker) readCold(ctx context.Context, t *topic, p int, offset int64, maxRecords, maxBytes int) ([]Record, error) {
+	if b.cold == nil {
+		return nil, fmt.Errorf("broker: offset %d of %s/%d is tiered but no cold tier is configured", offset, t.cfg.Name, p)
+	}
+	k := meta.PartitionKey{Topic: t.cfg.Name, TopicID: t.cfg.ID, Partition: p}
+	n := 1
+	if t.cfg.CacheEnabled {
+		n += t.cfg.ReadAheadSegments
+	}
+	entries, err := b.cfg.Meta.Segments(ctx, k, offset, n)
+	if err != nil {
+		return nil, fmt.Errorf("%w: read catalog: %w", ErrUnavailable, err)
+	}
+	if len(entries) == 0 || entries[0].Base > offset {
+		return nil, fmt.Errorf("broker: offset %d of %s/%d is in no catalog entry", offset, t.cfg.Name, p)
+	}
+	return b.cold.Read(ctx, entries[0], offset, maxRecords, maxBytes,
+		tier.Options{CacheEnabled: t.cfg.CacheEnabled, ReadAhead: entries[1:]})
 }
 
 // Offsets returns a partition's log start offset and high watermark.
@@ -536,11 +590,11 @@ func (b *Broker) Offsets(ctx context.Context, topicName string, p int) (Offsets,
 	if err != nil {
 		return Offsets{}, err
 	}
-	ls, hw, err := l.Bounds(ctx)
+	bounds, err := l.Bounds(ctx)
 	if err != nil {
 		return Offsets{}, mapErr(err)
 	}
-	return Offsets{LogStartOffset: ls, HighWatermark: hw}, nil
+	return Offsets{LogStartOffset: bounds.LogStartOffset, HighWatermark: bounds.HighWatermark}, nil
 }
 
 // OffsetForTime returns the earliest offset whose timestamp is >= ts.
@@ -553,6 +607,30 @@ func (b *Broker) OffsetForTime(ctx context.Context, topicName string, p int, ts 
 	l, err := t.part(ctx, p)
 	if err != nil {
 		return TimeOffset{}, err
+	}
+	if b.cold != nil {
+		// The cold tier holds the oldest records: look there first.
+		bounds, err := l.Bounds(ctx)
+		if err != nil {
+			return TimeOffset{}, mapErr(err)
+		}
+		k := meta.PartitionKey{Topic: t.cfg.Name, TopicID: t.cfg.ID, Partition: p}
+		entries, err := b.cfg.Meta.Segments(ctx, k, bounds.LogStartOffset, 0)
+		if err != nil {
+			return TimeOffset{}, fmt.Errorf("%w: read catalog: %w", ErrUnavailable, err)
+		}
+		for _, e := range entries {
+			if e.LastTS < ts || e.NextOffset > bounds.HotStart {
+				continue
+			}
+			off, at, found, err := b.cold.OffsetForTime(ctx, e, ts, tier.Options{CacheEnabled: t.cfg.CacheEnabled})
+			if err != nil {
+				return TimeOffset{}, err
+			}
+			if found && off >= bounds.LogStartOffset {
+				return TimeOffset{Offset: off, Timestamp: at, Found: true}, nil
+			}
+		}
 	}
 	off, at, found, err := l.OffsetForTime(ctx, ts)
 	if err != nil {
@@ -603,11 +681,11 @@ func (b *Broker) GroupOffsets(ctx context.Context, group, topicName string) ([]G
 		if err != nil {
 			return nil, err
 		}
-		_, hw, err := l.Bounds(ctx)
+		bounds, err := l.Bounds(ctx)
 		if err != nil {
 			return nil, mapErr(err)
 		}
-		out = append(out, GroupOffset{GroupOffset: o, Lag: max(hw-o.Offset, 0)})
+		out = append(out, GroupOffset{GroupOffset: o, Lag: max(bounds.HighWatermark-o.Offset, 0)})
 	}
 	return out, nil
 }

@@ -63,6 +63,9 @@ const (
 	DefaultSegmentBytes   = 16 << 20
 	DefaultSegmentMs      = 60000
 	DefaultCleanupPolicy  = "delete"
+	DefaultCacheEnabled   = true
+	DefaultReadAhead      = 1
+	MaxReadAhead          = 16
 
 	MinSegmentBytes = 4 << 10
 	MaxSegmentBytes = 1 << 30
@@ -89,6 +92,9 @@ type TopicSpec struct {
 	SegmentBytes   *int64
 	SegmentMs      *int64
 	CleanupPolicy  *string
+	// Cold-tier read settings (an API.md extension).
+	CacheEnabled      *bool
+	ReadAheadSegments *int
 }
 
 // Topic is a topic as stored.

@@ -61,7 +61,11 @@ type TopicConfig struct {
 	SegmentBytes   int64  `json:"segment_bytes"`
 	SegmentMs      int64  `json:"segment_ms"`
 	CleanupPolicy  string `json:"cleanup_policy"`
-	CreatedMs      int64  `json:"created_ms"`
+	// Cold-tier reads: cache indexes and artifacts, and read this many
+	// segments ahead of a sequential consumer.
+	CacheEnabled      bool  `json:"cache_enabled"`
+	ReadAheadSegments int   `json:"read_ahead_segments"`
+	CreatedMs         int64 `json:"created_ms"`
 }
 
 // SegmentInfo describes one hot segment as committed. Size is the committed

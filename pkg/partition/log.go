@@ -63,6 +63,9 @@ var (
 	ErrUnavailable = errors.New("partition: unavailable")
 	// ErrClosed means the Log is closed.
 	ErrClosed = errors.New("partition: closed")
+	// ErrNotHot means the offset asked for is committed but already in the
+	// cold tier: the caller reads it from there.
+	ErrNotHot = errors.New("partition: offset in the cold tier")
 	// ErrCorrupt means committed bytes are missing or damaged.
 	ErrCorrupt = errors.New("partition: corrupt")
 )
@@ -94,6 +97,9 @@ type Config struct {
 	Logger             *slog.Logger
 	// MaxFlushBytes bounds how many queued bytes one group commit writes.
 	MaxFlushBytes int
+	// OnRoll, if set, is called after a commit that sealed a segment (the
+	// compactor's cue). It must not block.
+	OnRoll func(meta.PartitionKey)
 }
 
 func (c *Config) applyDefaults() {
@@ -134,7 +140,28 @@ type Appended struct {
 type view struct {
 	hw       int64
 	logStart int64
+	coldEnd  int64
 	segs     []meta.SegmentInfo // sealed then active, by base offset
+}
+
+func viewOf(p *meta.Partition) *view {
+	v := &view{hw: p.NextOffset, logStart: p.LogStartOffset, coldEnd: p.ColdEnd}
+	v.segs = append(v.segs, p.Sealed...)
+	if p.Active != nil {
+		v.segs = append(v.segs, *p.Active)
+	}
+	return v
+}
+
+// hotStart is the first offset the hot tier serves: the base of the first
+// segment not yet in the cold tier.
+func (v *view) hotStart() int64 {
+	for _, s := range v.segs {
+		if s.NextOffset > v.coldEnd && s.NextOffset > s.Base {
+			return max(s.Base, v.logStart)
+		}
+	}
+	return v.hw
 }
 
 // Log is one partition.
@@ -152,6 +179,7 @@ type Log struct {
 	w       *segment.Writer
 	holding bool
 	lease   meta.Partition // committed item as of our last write, when holding
+	sealed  bool           // the state being written seals a segment
 
 	committed atomic.Pointer[view]
 	notifyMu  sync.Mutex
@@ -183,12 +211,7 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 }
 
 func (l *Log) publish(p *meta.Partition) {
-	v := &view{hw: p.NextOffset, logStart: p.LogStartOffset}
-	v.segs = append(v.segs, p.Sealed...)
-	if p.Active != nil {
-		v.segs = append(v.segs, *p.Active)
-	}
-	l.committed.Store(v)
+	l.committed.Store(viewOf(p))
 	l.notifyMu.Lock()
 	close(l.notify)
 	l.notify = make(chan struct{})
@@ -259,6 +282,7 @@ func (l *Log) flush(ctx context.Context, batch []*pending) {
 
 // write runs one round of the protocol for the grouped batches.
 func (l *Log) write(ctx context.Context, batch []*pending) ([]Appended, error) {
+	l.sealed = false
 	if err := l.ensureWriter(ctx); err != nil {
 		return nil, err
 	}
@@ -318,6 +342,10 @@ func (l *Log) write(ctx context.Context, batch []*pending) ([]Appended, error) {
 	}
 	l.lease = st
 	l.publish(&st)
+	if l.sealed && l.cfg.OnRoll != nil {
+		l.cfg.OnRoll(l.cfg.Key)
+	}
+	l.sealed = false
 	return apps, nil
 }
 
@@ -336,6 +364,7 @@ func (l *Log) ensureWriter(ctx context.Context) error {
 	}
 	st := a.Partition
 	st.Sealed = append([]meta.SegmentInfo(nil), st.Sealed...)
+	trimSealed(&st)
 	l.holding, l.lease = true, st
 	if err := l.openActive(ctx, &st, a.TakenOver); err != nil {
 		l.releaseLease(ctx)
@@ -390,7 +419,14 @@ func (l *Log) roll(st *meta.Partition, now time.Time) error {
 	}
 	if st.Active != nil && st.Active.NextOffset > st.Active.Base {
 		st.Sealed = append(st.Sealed, *st.Active)
+		l.sealed = true
 	}
+	// Drop sealed segments the compactor has moved to the cold tier, so
+	// the list stays short. One read per roll.
+	if cur, err := l.cfg.Meta.Partition(context.Background(), l.cfg.Key); err == nil {
+		st.ColdEnd = max(st.ColdEnd, cur.ColdEnd)
+	}
+	trimSealed(st)
 	id := segment.ID{Base: st.NextOffset, Epoch: st.Epoch}
 	w, err := segment.Create(l.cfg.Dir, id, segment.Options{IndexIntervalBytes: l.cfg.IndexIntervalBytes, FS: l.cfg.FS})
 	if errors.Is(err, os.ErrExist) {
@@ -409,6 +445,15 @@ func (l *Log) roll(st *meta.Partition, now time.Time) error {
 		FirstTS: -1, LastTS: -1, CreatedMs: now.UnixMilli(),
 	}
 	return nil
+}
+
+// trimSealed drops sealed segments wholly below the cold end.
+func trimSealed(st *meta.Partition) {
+	i := 0
+	for i < len(st.Sealed) && st.Sealed[i].NextOffset <= st.ColdEnd {
+		i++
+	}
+	st.Sealed = st.Sealed[i:]
 }
 
 func removeSegment(dir string, id segment.ID) error {
@@ -492,40 +537,29 @@ func (l *Log) Close(ctx context.Context) error {
 	return err
 }
 
-// view returns the committed state: from memory while this Log holds the
-// lease (it is the only writer), else from the metadata store.
+// view returns the committed state. The metadata store has it all: the
+// lease holder's commits and the compactor's log start and cold end. With
+// the embedded store this is a map read; on DynamoDB one consistent read.
 func (l *Log) view(ctx context.Context) (*view, error) {
-	if l.cfg.HoldLease {
-		return l.committed.Load(), nil
-	}
 	p, err := l.cfg.Meta.Partition(ctx, l.cfg.Key)
 	if err != nil {
 		return nil, fmt.Errorf("%w: read state: %w", ErrUnavailable, err)
 	}
-	l.publishIfNewer(&p)
-	return l.committed.Load(), nil
-}
-
-func (l *Log) publishIfNewer(p *meta.Partition) {
-	if cur := l.committed.Load(); cur == nil || p.NextOffset != cur.hw || p.LogStartOffset != cur.logStart || len(cur.segs) != len(p.Sealed)+btoi(p.Active != nil) {
-		l.publish(p)
+	v := viewOf(&p)
+	if cur := l.committed.Load(); cur == nil || v.hw > cur.hw {
+		l.publish(&p) // another process committed: wake waiters
 	}
+	return v, nil
 }
 
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// Bounds returns the log start offset and the high watermark.
-func (l *Log) Bounds(ctx context.Context) (logStart, hw int64, err error) {
+// Bounds returns the log start offset, the high watermark and where the hot
+// tier starts.
+func (l *Log) Bounds(ctx context.Context) (Bounds, error) {
 	v, err := l.view(ctx)
 	if err != nil {
-		return 0, 0, err
+		return Bounds{}, err
 	}
-	return v.logStart, v.hw, nil
+	return v.bounds(), nil
 }
 
 // Read returns committed records from offset on. An offset equal to the high
@@ -537,18 +571,34 @@ func (l *Log) Read(ctx context.Context, offset int64, maxRecords, maxBytes int) 
 		return nil, Bounds{}, err
 	}
 	out, err := l.read(v, offset, maxRecords, maxBytes)
-	return out, Bounds{LogStartOffset: v.logStart, HighWatermark: v.hw}, err
+	if errors.Is(err, os.ErrNotExist) {
+		// The compactor removed a file after our view was taken (retention,
+		// or a tiered segment past its grace): look again.
+		if v, err = l.view(ctx); err != nil {
+			return nil, Bounds{}, err
+		}
+		out, err = l.read(v, offset, maxRecords, maxBytes)
+	}
+	return out, v.bounds(), err
+}
+
+func (v *view) bounds() Bounds {
+	return Bounds{LogStartOffset: v.logStart, HighWatermark: v.hw, HotStart: v.hotStart()}
 }
 
 // Bounds are a partition's committed offsets.
 type Bounds struct {
 	LogStartOffset int64
 	HighWatermark  int64
+	HotStart       int64 // offsets below it are in the cold tier
 }
 
 func (l *Log) read(v *view, offset int64, maxRecords, maxBytes int) ([]segment.Record, error) {
 	if offset < v.logStart || offset > v.hw {
 		return nil, &OutOfRangeError{Offset: offset, LogStartOffset: v.logStart, HighWatermark: v.hw}
+	}
+	if offset < v.hotStart() {
+		return nil, ErrNotHot
 	}
 	var out []segment.Record
 	bytes := 0
@@ -635,7 +685,7 @@ func (l *Log) OffsetForTime(ctx context.Context, ts int64) (offset, timestamp in
 		return 0, 0, false, err
 	}
 	for _, s := range v.segs {
-		if s.NextOffset <= max(s.Base, v.logStart) || s.LastTS < ts {
+		if s.NextOffset <= max(s.Base, v.logStart, v.coldEnd) || s.LastTS < ts {
 			continue
 		}
 		id := segment.ID{Base: s.Base, Epoch: s.Epoch}

@@ -101,17 +101,17 @@ func batch(tag string, n int) []Record {
 func readAll(t *testing.T, l *Log) []segment.Record {
 	t.Helper()
 	var out []segment.Record
-	ls, hw, err := l.Bounds(context.Background())
+	b, err := l.Bounds(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for off := ls; off < hw; {
+	for off := b.LogStartOffset; off < b.HighWatermark; {
 		recs, _, err := l.Read(context.Background(), off, 1000, 1<<20)
 		if err != nil {
 			t.Fatalf("read at %d: %v", off, err)
 		}
 		if len(recs) == 0 {
-			t.Fatalf("no records at %d below hw %d", off, hw)
+			t.Fatalf("no records at %d below hw %d", off, b.HighWatermark)
 		}
 		for _, r := range recs {
 			if r.Offset != off {

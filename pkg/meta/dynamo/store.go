@@ -1,0 +1,520 @@
+package dynamo
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tierlog/tierlog/pkg/meta"
+)
+
+// Store is meta.Store on one DynamoDB table. Safe for concurrent use: it
+// holds no state but its options and atomic counters.
+type Store struct {
+	client   *dynamodb.Client
+	table    *string
+	opts     options
+	counters *Counters
+	closed   atomic.Bool
+}
+
+var _ meta.Store = (*Store)(nil)
+
+// New returns a Store on table, which must exist with the key schema of
+// CreateTable. The client is the caller's: Close does not close it.
+func New(client *dynamodb.Client, table string, opts ...Option) *Store {
+	o := applyDefaults(opts)
+	return &Store{client: client, table: aws.String(table), opts: o, counters: o.counters}
+}
+
+// Counters returns the Store's request counters.
+func (s *Store) Counters() *Counters { return s.counters }
+
+// Close marks the Store closed; later calls fail. The client stays open.
+func (s *Store) Close() error {
+	s.closed.Store(true)
+	return nil
+}
+
+// maxResolve bounds the write-read-write loops that resolve a refused
+// condition racing another writer (PutSegment, Advance*).
+const maxResolve = 8
+
+// --- topics ---
+
+// CreateTopic implements meta.Store.
+func (s *Store) CreateTopic(ctx context.Context, t meta.TopicConfig) error {
+	item, err := encodeMap(t, pkTopics, skTopic+esc(t.Name))
+	if err != nil {
+		return err
+	}
+	res, err := s.call(ctx, opPutItem, true, func(ctx context.Context, o ...func(*dynamodb.Options)) error {
+		_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName:                           s.table,
+			Item:                                item,
+			ConditionExpression:                 aws.String("attribute_not_exists(#pk)"),
+			ExpressionAttributeNames:            map[string]string{"#pk": attrPK},
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}, o...)
+		return err
+	})
+	if !isCondition(err) {
+		return err
+	}
+	if res.ambiguous {
+		// Our own earlier attempt may be what is there.
+		cur, gerr := s.Topic(ctx, t.Name)
+		if gerr == nil && cur == t {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: %q", meta.ErrTopicExists, t.Name)
+}
+
+// Topic implements meta.Store.
+func (s *Store) Topic(ctx context.Context, name string) (meta.TopicConfig, error) {
+	var t meta.TopicConfig
+	item, err := s.getItem(ctx, topicKey(name))
+	if err != nil {
+		return t, err
+	}
+	if item == nil {
+		return t, fmt.Errorf("%w: topic %q", meta.ErrNotFound, name)
+	}
+	err = decodeMap(item, &t)
+	return t, err
+}
+
+// Topics implements meta.Store.
+func (s *Store) Topics(ctx context.Context) ([]meta.TopicConfig, error) {
+	items, err := s.query(ctx, pkTopics, nil, 0)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]meta.TopicConfig, 0, len(items))
+	for _, item := range items {
+		var t meta.TopicConfig
+		if err := decodeMap(item, &t); err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	// The sort key already orders valid names; escaped ones may not.
+	slices.SortFunc(out, func(a, b meta.TopicConfig) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// DeleteTopic implements meta.Store.
+func (s *Store) DeleteTopic(ctx context.Context, name string) error {
+	res, err := s.call(ctx, opDeleteItem, true, func(ctx context.Context, o ...func(*dynamodb.Options)) error {
+		_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+			TableName:                s.table,
+			Key:                      topicKey(name),
+			ConditionExpression:      aws.String("attribute_exists(#pk)"),
+			ExpressionAttributeNames: map[string]string{"#pk": attrPK},
+		}, o...)
+		return err
+	})
+	if !isCondition(err) {
+		return err
+	}
+	if res.ambiguous {
+		return fmt.Errorf("%w: delete topic %q: an earlier attempt may have deleted it", meta.ErrUnavailable, name)
+	}
+	return fmt.Errorf("%w: topic %q", meta.ErrNotFound, name)
+}
+
+// --- partitions ---
+
+// Partition implements meta.Store.
+func (s *Store) Partition(ctx context.Context, k meta.PartitionKey) (meta.Partition, error) {
+	item, err := s.getItem(ctx, stateKey(k))
+	if err != nil {
+		return meta.Partition{}, err
+	}
+	return decodePartition(k, item)
+}
+
+// Acquire implements meta.Store: one UpdateItem.
+func (s *Store) Acquire(ctx context.Context, k meta.PartitionKey, owner string, now time.Time, ttl time.Duration) (meta.Acquired, error) {
+	if owner == "" {
+		return meta.Acquired{}, fmt.Errorf("dynamo: acquire %v: empty owner", k)
+	}
+	until := now.Add(ttl).UnixMilli()
+	var out *dynamodb.UpdateItemOutput
+	_, err := s.call(ctx, opUpdateItem, true, func(ctx context.Context, o ...func(*dynamodb.Options)) error {
+		var err error
+		out, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: s.table,
+			Key:       stateKey(k),
+			ConditionExpression: aws.String("attribute_not_exists(#pk) OR attribute_not_exists(#owner)" +
+				" OR #owner = :empty OR #lu <= :now OR #owner = :me"),
+			UpdateExpression: aws.String("SET #owner = :me, #lu = :until, #topic = :topic, #tid = :tid, #part = :part," +
+				" #no = if_not_exists(#no, :zero), #lts = if_not_exists(#lts, :neg)," +
+				" #lso = if_not_exists(#lso, :zero), #ce = if_not_exists(#ce, :zero)" +
+				" ADD #ep :one"),
+			ExpressionAttributeNames: map[string]string{
+				"#pk": attrPK, "#owner": attrOwner, "#lu": attrLeaseUntil, "#ep": attrEpoch,
+				"#topic": attrTopic, "#tid": attrTopicID, "#part": attrPartition,
+				"#no": attrNextOffset, "#lts": attrLastTS, "#lso": attrLogStart, "#ce": attrColdEnd,
+			},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":now": num(now.UnixMilli()), ":me": str(owner), ":until": num(until),
+				":topic": str(k.Topic), ":tid": str(k.TopicID), ":part": num(k.Partition),
+				":zero": num(0), ":neg": num(-1), ":one": num(1), ":empty": str(""),
+			},
+			ReturnValues:                        types.ReturnValueAllOld,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}, o...)
+		return err
+	})
+	if isCondition(err) {
+		// The condition admits our own owner name, so a refusal means
+		// another owner's live lease, ambiguous or not.
+		s.counters.leaseConflicts.Add(1)
+		if cur, derr := decodePartition(k, conditionItem(err)); derr == nil && cur.Owner != "" {
+			return meta.Acquired{}, fmt.Errorf("%w: %v by %q until %d", meta.ErrLeaseHeld, k, cur.Owner, cur.LeaseUntil)
+		}
+		return meta.Acquired{}, fmt.Errorf("%w: %v", meta.ErrLeaseHeld, k)
+	}
+	if err != nil {
+		return meta.Acquired{}, err
+	}
+	old, err := decodePartition(k, out.Attributes)
+	if err != nil {
+		return meta.Acquired{}, err
+	}
+	p := old
+	p.Epoch = old.Epoch + 1
+	p.Owner = owner
+	p.LeaseUntil = until
+	return meta.Acquired{Partition: p, TakenOver: old.Owner != ""}, nil
+}
+
+// Commit implements meta.Store: one UpdateItem.
+func (s *Store) Commit(ctx context.Context, p meta.Partition, release bool, now time.Time, ttl time.Duration) error {
+	k := meta.PartitionKey{Topic: p.Topic, TopicID: p.TopicID, Partition: p.Partition}
+	if p.Owner == "" {
+		return fmt.Errorf("%w: %v: commit with no owner", meta.ErrFenced, k)
+	}
+	names := map[string]string{
+		"#pk": attrPK, "#ep": attrEpoch, "#owner": attrOwner,
+		"#no": attrNextOffset, "#lts": attrLastTS, "#lu": attrLeaseUntil,
+	}
+	values := map[string]types.AttributeValue{
+		":ep": num(p.Epoch), ":owner": str(p.Owner),
+		":no": num(p.NextOffset), ":lts": num(p.LastTS),
+	}
+	// Everything is SET, nothing REMOVEd: minidyn v0.8.2 ignores a
+	// top-level REMOVE. A released lease is owner "" and lease_until 0; a
+	// nil Active and an empty Sealed are NULL (minidyn returns an empty
+	// list as the string "").
+	null := &types.AttributeValueMemberNULL{Value: true}
+	active, sealed := types.AttributeValue(null), types.AttributeValue(null)
+	var err error
+	if p.Active != nil {
+		if active, err = encodeValue(*p.Active); err != nil {
+			return err
+		}
+	}
+	if len(p.Sealed) > 0 {
+		if sealed, err = encodeValue(p.Sealed); err != nil {
+			return err
+		}
+	}
+	names["#act"], values[":act"] = attrActive, active
+	names["#sealed"], values[":sealed"] = attrSealed, sealed
+	if release {
+		values[":newowner"], values[":lu"] = str(""), num(0)
+	} else {
+		values[":newowner"], values[":lu"] = str(p.Owner), num(now.Add(ttl).UnixMilli())
+	}
+	update := "SET #no = :no, #lts = :lts, #act = :act, #sealed = :sealed, #owner = :newowner, #lu = :lu"
+	res, err := s.call(ctx, opUpdateItem, true, func(ctx context.Context, o ...func(*dynamodb.Options)) error {
+		_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                           s.table,
+			Key:                                 stateKey(k),
+			ConditionExpression:                 aws.String("attribute_exists(#pk) AND #ep = :ep AND #owner = :owner"),
+			UpdateExpression:                    aws.String(update),
+			ExpressionAttributeNames:            names,
+			ExpressionAttributeValues:           values,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}, o...)
+		return err
+	})
+	if !isCondition(err) {
+		return err
+	}
+	if res.ambiguous {
+		// An earlier attempt may have landed (a released lease no longer
+		// matches): the outcome is unknown, not refused.
+		return fmt.Errorf("%w: commit %v epoch %d: condition failed after an attempt of unknown outcome", meta.ErrUnavailable, k, p.Epoch)
+	}
+	s.counters.leaseConflicts.Add(1)
+	if item := conditionItem(err); item != nil {
+		if cur, derr := decodePartition(k, item); derr == nil {
+			return fmt.Errorf("%w: %v epoch %d owner %q, item has epoch %d owner %q", meta.ErrFenced, k, p.Epoch, p.Owner, cur.Epoch, cur.Owner)
+		}
+	}
+	return fmt.Errorf("%w: %v epoch %d owner %q", meta.ErrFenced, k, p.Epoch, p.Owner)
+}
+
+// DeletePartition implements meta.Store.
+func (s *Store) DeletePartition(ctx context.Context, k meta.PartitionKey) error {
+	return s.deleteItem(ctx, stateKey(k))
+}
+
+// AdvanceLogStart implements meta.Store.
+func (s *Store) AdvanceLogStart(ctx context.Context, k meta.PartitionKey, v int64) error {
+	return s.advance(ctx, k, attrLogStart, v)
+}
+
+// AdvanceColdEnd implements meta.Store.
+func (s *Store) AdvanceColdEnd(ctx context.Context, k meta.PartitionKey, v int64) error {
+	return s.advance(ctx, k, attrColdEnd, v)
+}
+
+// advance sets attribute field to v if v is greater: one UpdateItem, plus a
+// GetItem when a refusal does not say whether the item exists.
+func (s *Store) advance(ctx context.Context, k meta.PartitionKey, field string, v int64) error {
+	for range maxResolve {
+		_, err := s.call(ctx, opUpdateItem, true, func(ctx context.Context, o ...func(*dynamodb.Options)) error {
+			_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+				TableName:                           s.table,
+				Key:                                 stateKey(k),
+				ConditionExpression:                 aws.String("attribute_exists(#pk) AND (attribute_not_exists(#f) OR #f < :v)"),
+				UpdateExpression:                    aws.String("SET #f = :v"),
+				ExpressionAttributeNames:            map[string]string{"#pk": attrPK, "#f": field},
+				ExpressionAttributeValues:           map[string]types.AttributeValue{":v": num(v)},
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+			}, o...)
+			return err
+		})
+		if !isCondition(err) {
+			return err // nil: advanced
+		}
+		// Refused: either the item is missing or the value is not greater.
+		// The write is idempotent, so an ambiguous attempt changes nothing
+		// here.
+		item := conditionItem(err)
+		if item == nil {
+			if item, err = s.getItem(ctx, stateKey(k)); err != nil {
+				return err
+			}
+			if item == nil {
+				return fmt.Errorf("%w: partition %v", meta.ErrNotFound, k)
+			}
+		}
+		cur, err := decodePartition(k, item)
+		if err != nil {
+			return err
+		}
+		have := cur.LogStartOffset
+		if field == attrColdEnd {
+			have = cur.ColdEnd
+		}
+		if have >= v {
+			return nil
+		}
+		// Created (or lowered by a delete and re-create) since the write:
+		// run it again.
+	}
+	return fmt.Errorf("%w: advance %s of %v: lost %d races", meta.ErrUnavailable, field, k, maxResolve)
+}
+
+// --- catalog ---
+
+// PutSegment implements meta.Store.
+func (s *Store) PutSegment(ctx context.Context, k meta.PartitionKey, e meta.CatalogEntry) error {
+	pk, sk := catalogPK(k), pad20(e.NextOffset)
+	item, err := encodeMap(e, pk, sk)
+	if err != nil {
+		return err
+	}
+	for range maxResolve {
+		_, err := s.call(ctx, opPutItem, true, func(ctx context.Context, o ...func(*dynamodb.Options)) error {
+			_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
+				TableName:                           s.table,
+				Item:                                item,
+				ConditionExpression:                 aws.String("attribute_not_exists(#pk)"),
+				ExpressionAttributeNames:            map[string]string{"#pk": attrPK},
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+			}, o...)
+			return err
+		})
+		if !isCondition(err) {
+			return err
+		}
+		// An entry exists (perhaps our own earlier attempt): compare.
+		existing := conditionItem(err)
+		if existing == nil {
+			if existing, err = s.getItem(ctx, key(pk, sk)); err != nil {
+				return err
+			}
+			if existing == nil {
+				continue // deleted since: put again
+			}
+		}
+		var cur meta.CatalogEntry
+		if err := decodeMap(existing, &cur); err != nil {
+			return err
+		}
+		if cur.Base == e.Base && cur.NextOffset == e.NextOffset && cur.Key == e.Key {
+			return nil
+		}
+		return fmt.Errorf("%w: segment ending at %d is %s, not %s", meta.ErrConflict, e.NextOffset, cur.Key, e.Key)
+	}
+	return fmt.Errorf("%w: put segment %v %d: lost %d races", meta.ErrUnavailable, k, e.NextOffset, maxResolve)
+}
+
+// Segments implements meta.Store: one Query (more only if a page ends
+// early at DynamoDB's 1 MB limit, or for limit <= 0).
+func (s *Store) Segments(ctx context.Context, k meta.PartitionKey, from int64, limit int) ([]meta.CatalogEntry, error) {
+	var after *string
+	if from >= 0 {
+		after = aws.String(pad20(from))
+	}
+	items, err := s.query(ctx, catalogPK(k), after, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]meta.CatalogEntry, 0, len(items))
+	for _, item := range items {
+		var e meta.CatalogEntry
+		if err := decodeMap(item, &e); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// DeleteSegment implements meta.Store.
+func (s *Store) DeleteSegment(ctx context.Context, k meta.PartitionKey, e meta.CatalogEntry) error {
+	return s.deleteItem(ctx, key(catalogPK(k), pad20(e.NextOffset)))
+}
+
+// --- groups ---
+
+// CommitOffsets implements meta.Store: one PutItem per offset.
+func (s *Store) CommitOffsets(ctx context.Context, group string, offsets []meta.GroupOffset) error {
+	for _, off := range offsets {
+		item, err := encodeMap(off, groupPK(group, off.Topic), pad10(off.Partition))
+		if err != nil {
+			return err
+		}
+		_, err = s.call(ctx, opPutItem, true, func(ctx context.Context, o ...func(*dynamodb.Options)) error {
+			_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: s.table, Item: item}, o...)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// GroupOffsets implements meta.Store.
+func (s *Store) GroupOffsets(ctx context.Context, group, topic string) ([]meta.GroupOffset, error) {
+	items, err := s.query(ctx, groupPK(group, topic), nil, 0)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]meta.GroupOffset, 0, len(items))
+	for _, item := range items {
+		var g meta.GroupOffset
+		if err := decodeMap(item, &g); err != nil {
+			return nil, err
+		}
+		out = append(out, g)
+	}
+	slices.SortFunc(out, func(a, b meta.GroupOffset) int { return cmp.Compare(a.Partition, b.Partition) })
+	return out, nil
+}
+
+// --- request helpers ---
+
+// getItem reads one item with a consistent read; nil when missing.
+func (s *Store) getItem(ctx context.Context, k map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
+	var out *dynamodb.GetItemOutput
+	_, err := s.call(ctx, opGetItem, false, func(ctx context.Context, o ...func(*dynamodb.Options)) error {
+		var err error
+		out, err = s.client.GetItem(ctx, &dynamodb.GetItemInput{
+			TableName: s.table, Key: k, ConsistentRead: aws.Bool(true),
+		}, o...)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(out.Item) == 0 {
+		return nil, nil
+	}
+	return out.Item, nil
+}
+
+func (s *Store) deleteItem(ctx context.Context, k map[string]types.AttributeValue) error {
+	_, err := s.call(ctx, opDeleteItem, true, func(ctx context.Context, o ...func(*dynamodb.Options)) error {
+		_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: s.table, Key: k}, o...)
+		return err
+	})
+	return err
+}
+
+// query returns the items under partition key pk in ascending sort key
+// order, all of them (limit <= 0) or up to limit, with sk > *after when
+// after is not nil. It sends one Query per page; with a limit, one page
+// holds the whole answer unless DynamoDB's 1 MB page limit cuts it.
+func (s *Store) query(ctx context.Context, pk string, after *string, limit int) ([]map[string]types.AttributeValue, error) {
+	cond := "#pk = :pk"
+	names := map[string]string{"#pk": attrPK}
+	values := map[string]types.AttributeValue{":pk": str(pk)}
+	if after != nil {
+		cond += " AND #sk > :after"
+		names["#sk"] = attrSK
+		values[":after"] = str(*after)
+	}
+	var items []map[string]types.AttributeValue
+	var start map[string]types.AttributeValue
+	for {
+		in := &dynamodb.QueryInput{
+			TableName:                 s.table,
+			KeyConditionExpression:    aws.String(cond),
+			ExpressionAttributeNames:  names,
+			ExpressionAttributeValues: values,
+			ConsistentRead:            aws.Bool(true),
+			ScanIndexForward:          aws.Bool(true),
+			ExclusiveStartKey:         start,
+		}
+		if limit > 0 {
+			in.Limit = aws.Int32(int32(min(limit-len(items), 1<<30)))
+		}
+		var out *dynamodb.QueryOutput
+		_, err := s.call(ctx, opQuery, false, func(ctx context.Context, o ...func(*dynamodb.Options)) error {
+			var err error
+			out, err = s.client.Query(ctx, in, o...)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, out.Items...)
+		if len(out.LastEvaluatedKey) == 0 || (limit > 0 && len(items) >= limit) {
+			break
+		}
+		start = maps.Clone(out.LastEvaluatedKey)
+	}
+	if limit > 0 && len(items) > limit {
+		items = items[:limit]
+	}
+	return items, nil
+}

@@ -1,0 +1,106 @@
+package segment
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/tierlog/tierlog/pkg/index"
+)
+
+// Summary describes a whole, verified segment: what the cold tier's
+// artifact needs besides the bytes.
+type Summary struct {
+	NextOffset int64
+	FirstTS    int64  // -1 when empty
+	LastTS     int64  // -1 when empty
+	Offsets    []byte // encoded offset index, rebuilt by the writer's rule
+	Times      []byte // encoded time index
+}
+
+// Summarize scans segment id in ra below limit, checking the file header,
+// every CRC, dense offsets from id.Base and non-decreasing timestamps, and
+// rebuilds both sparse indexes exactly as a Writer with the given interval
+// would have written them. It is how the compactor turns a sealed hot
+// segment into an artifact without trusting the hot index files.
+func Summarize(ra io.ReaderAt, id ID, limit int64, interval int) (Summary, error) {
+	if interval <= 0 {
+		interval = index.DefaultIntervalBytes
+	}
+	hdr, err := ReadFileHeader(io.NewSectionReader(ra, 0, limit))
+	if err != nil {
+		return Summary{}, wrapID(id, err)
+	}
+	if hdr.BaseOffset != id.Base || hdr.Epoch != id.Epoch {
+		return Summary{}, fmt.Errorf("%w: %s has header for base %d epoch %d", ErrCorrupt, id, hdr.BaseOffset, hdr.Epoch)
+	}
+	s := Summary{FirstTS: -1, LastTS: -1}
+	since := int64(0)
+	end, next, err := scan(ra, FileHeaderSize, limit, id.Base, func(r *Record, pos int64) error {
+		if r.Timestamp < s.LastTS {
+			return fmt.Errorf("%w: timestamp %d before %d at offset %d", ErrCorrupt, r.Timestamp, s.LastTS, r.Offset)
+		}
+		if since >= int64(interval) {
+			rel := uint32(r.Offset - id.Base)
+			s.Offsets = index.AppendOffset(s.Offsets, index.OffsetEntry{Rel: rel, Pos: uint32(pos)})
+			s.Times = index.AppendTime(s.Times, index.TimeEntry{Timestamp: r.Timestamp, Rel: rel})
+			since = 0
+		}
+		since += int64(EncodedSize(r))
+		if s.FirstTS < 0 {
+			s.FirstTS = r.Timestamp
+		}
+		s.LastTS = r.Timestamp
+		return nil
+	})
+	if err != nil {
+		return Summary{}, wrapID(id, err)
+	}
+	if end != limit {
+		return Summary{}, fmt.Errorf("%w: %s records end at %d, limit %d", ErrCorrupt, id, end, limit)
+	}
+	s.NextOffset = next
+	return s, nil
+}
+
+// DecodeRecords decodes the records at the start of b, a window of a .log
+// starting at a record boundary, skipping offsets below from. It stops at
+// maxRecords, before the total encoded size passes maxBytes (but returns at
+// least one record if one is complete in b), or at a record cut off by the
+// end of b. It returns the records (owning their memory) and whether it
+// stopped at a cut-off record (more bytes would give more records). A damaged
+// record is ErrCorrupt.
+func DecodeRecords(b []byte, from int64, maxRecords, maxBytes int) ([]Record, bool, error) {
+	var out []Record
+	var slab []byte
+	total := 0
+	for len(b) > 0 && len(out) < maxRecords {
+		r, n, err := DecodeRecord(b)
+		if errors.Is(err, ErrTruncated) {
+			return out, true, nil
+		}
+		if err != nil {
+			return out, false, err
+		}
+		b = b[n:]
+		if r.Offset < from {
+			continue
+		}
+		if len(out) > 0 && total+n > maxBytes {
+			break
+		}
+		total += n
+		out = append(out, copyRecord(&slab, &r))
+	}
+	return out, false, nil
+}
+
+// PeekRecordLen returns the encoded length of the record whose header is at
+// the start of b, so a reader of a window knows how much more to fetch.
+func PeekRecordLen(b []byte) (int, error) {
+	h, err := DecodeRecordHeader(b)
+	if err != nil {
+		return 0, err
+	}
+	return h.Len(), nil
+}

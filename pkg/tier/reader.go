@@ -1,0 +1,280 @@
+package tier
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/tierlog/tierlog/pkg/index"
+	"github.com/tierlog/tierlog/pkg/meta"
+	"github.com/tierlog/tierlog/pkg/objstore"
+	"github.com/tierlog/tierlog/pkg/segment"
+)
+
+// Reader serves reads from artifacts. Request budget per fetch:
+//   - cache disabled: 2 GETs (index sections, then a log window);
+//   - cache enabled, index cached: 1 GET (the log window);
+//   - read-ahead (cache enabled, ReadAhead > 0): 1 GET of the whole
+//     artifact the first time, 0 while it stays cached, plus one GET per
+//     segment read ahead.
+//
+// It is safe for concurrent use.
+type Reader struct {
+	objects objstore.Store
+	cache   *Cache
+}
+
+// NewReader reads artifacts from objects, caching in cache (nil: none).
+func NewReader(objects objstore.Store, cache *Cache) *Reader {
+	return &Reader{objects: objects, cache: cache}
+}
+
+// Cache returns the reader's cache.
+func (r *Reader) Cache() *Cache { return r.cache }
+
+// Options are a topic's read settings.
+type Options struct {
+	CacheEnabled bool
+	// ReadAhead are the catalog entries after the one read; with the cache
+	// enabled their whole artifacts are fetched into the cache (in parallel,
+	// before Read returns: a Lambda container runs nothing after it answers).
+	ReadAhead []meta.CatalogEntry
+}
+
+type indexes struct {
+	offs  index.Offsets
+	times index.Times
+}
+
+func (ix *indexes) size() int64 {
+	return int64(len(ix.offs))*index.OffsetEntrySize + int64(len(ix.times))*index.TimeEntrySize
+}
+
+// Read returns records of artifact e from offset from on, at most
+// maxRecords and about maxBytes (at least one record if from < e.NextOffset).
+func (r *Reader) Read(ctx context.Context, e meta.CatalogEntry, from int64, maxRecords, maxBytes int, o Options) ([]segment.Record, error) {
+	if from < e.Base || from >= e.NextOffset {
+		return nil, fmt.Errorf("tier: offset %d outside segment [%d, %d)", from, e.Base, e.NextOffset)
+	}
+	if o.CacheEnabled {
+		if len(o.ReadAhead) > 0 || r.cache.Contains(objKey(e)) {
+			obj, err := r.whole(ctx, e, o.ReadAhead)
+			if err != nil {
+				return nil, err
+			}
+			return obj.read(from, maxRecords, maxBytes)
+		}
+	}
+	ix, err := r.indexes(ctx, e, o.CacheEnabled)
+	if err != nil {
+		return nil, err
+	}
+	pos, end := int64(segment.FileHeaderSize), int64(0)
+	if ent, ok := ix.offs.Floor(uint32(from - e.Base)); ok {
+		pos = int64(ent.Pos)
+	}
+	// Records before from lie between pos and the next index entry.
+	if i := nextEntry(ix.offs, pos); i < len(ix.offs) {
+		end = int64(ix.offs[i].Pos)
+	}
+	end = min(max(end, pos)+int64(maxBytes), e.LogLen)
+	for {
+		win, err := r.objects.Get(ctx, e.Key, e.LogOff+pos, end-pos)
+		if err != nil {
+			return nil, fmt.Errorf("tier: read %s: %w", e.Key, err)
+		}
+		recs, cut, err := segment.DecodeRecords(win, from, maxRecords, maxBytes)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s at %d: %w", ErrCorrupt, e.Key, pos, err)
+		}
+		if err := checkDense(recs, from); err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, e.Key, err)
+		}
+		if len(recs) > 0 || !cut || end >= e.LogLen {
+			return recs, nil
+		}
+		end = e.LogLen // one record larger than the window: read the rest
+	}
+}
+
+func nextEntry(offs index.Offsets, pos int64) int {
+	for i, e := range offs {
+		if int64(e.Pos) > pos {
+			return i
+		}
+	}
+	return len(offs)
+}
+
+func checkDense(recs []segment.Record, from int64) error {
+	for i, rec := range recs {
+		if want := from + int64(i); rec.Offset != want {
+			return fmt.Errorf("offset %d where %d expected", rec.Offset, want)
+		}
+	}
+	return nil
+}
+
+// indexes returns e's parsed indexes, from the cache or with one GET.
+func (r *Reader) indexes(ctx context.Context, e meta.CatalogEntry, useCache bool) (*indexes, error) {
+	key := "idx:" + e.Key
+	if useCache {
+		if v, ok := r.cache.Get(key); ok {
+			return v.(*indexes), nil
+		}
+	}
+	n := e.IndexLen + e.TimeLen
+	var b []byte
+	if n > 0 {
+		var err error
+		if b, err = r.objects.Get(ctx, e.Key, e.IndexOff, n); err != nil {
+			return nil, fmt.Errorf("tier: read index of %s: %w", e.Key, err)
+		}
+	}
+	ix, err := parseIndexes(e, b)
+	if err != nil {
+		return nil, err
+	}
+	if useCache {
+		r.cache.Put(key, ix, ix.size()+64)
+	}
+	return ix, nil
+}
+
+func parseIndexes(e meta.CatalogEntry, b []byte) (*indexes, error) {
+	f := FooterOf(e)
+	ib, tb := b[:f.Index.Len], b[f.Index.Len:]
+	if err := CheckSection("index", ib, f.Index); err != nil {
+		return nil, fmt.Errorf("%s: %w", e.Key, err)
+	}
+	if err := CheckSection("time index", tb, f.Time); err != nil {
+		return nil, fmt.Errorf("%s: %w", e.Key, err)
+	}
+	offs, err := index.ParseOffsets(ib)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, e.Key, err)
+	}
+	times, err := index.ParseTimes(tb)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, e.Key, err)
+	}
+	if len(offs) != len(times) {
+		return nil, fmt.Errorf("%w: %s: %d offset entries, %d time entries", ErrCorrupt, e.Key, len(offs), len(times))
+	}
+	return &indexes{offs: offs, times: times}, nil
+}
+
+// artifact is a whole artifact in memory.
+type artifact struct {
+	e   meta.CatalogEntry
+	log []byte
+	ix  *indexes
+}
+
+func (a *artifact) reader() *segment.Reader {
+	return segment.NewReader(bytesReaderAt(a.log), segment.ID{Base: a.e.Base, Epoch: a.e.Epoch}, int64(len(a.log)), a.ix.offs, a.ix.times)
+}
+
+func (a *artifact) read(from int64, maxRecords, maxBytes int) ([]segment.Record, error) {
+	recs, err := a.reader().Read(from, maxRecords, maxBytes)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, a.e.Key, err)
+	}
+	return recs, nil
+}
+
+func objKey(e meta.CatalogEntry) string { return "obj:" + e.Key }
+
+// whole returns e's artifact from the cache or with one GET, and fetches
+// the read-ahead entries into the cache in parallel.
+func (r *Reader) whole(ctx context.Context, e meta.CatalogEntry, ahead []meta.CatalogEntry) (*artifact, error) {
+	var wg sync.WaitGroup
+	for _, n := range ahead {
+		if r.cache.Contains(objKey(n)) {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.fetchWhole(ctx, n) // best effort: a failure is a later miss
+		}()
+	}
+	defer wg.Wait()
+	if v, ok := r.cache.Get(objKey(e)); ok {
+		return v.(*artifact), nil
+	}
+	return r.fetchWhole(ctx, e)
+}
+
+func (r *Reader) fetchWhole(ctx context.Context, e meta.CatalogEntry) (*artifact, error) {
+	b, err := r.objects.Get(ctx, e.Key, 0, e.Size)
+	if err != nil {
+		return nil, fmt.Errorf("tier: read %s: %w", e.Key, err)
+	}
+	f := FooterOf(e)
+	if err := CheckSection("log", b[f.Log.Off:f.Log.Off+f.Log.Len], f.Log); err != nil {
+		return nil, fmt.Errorf("%s: %w", e.Key, err)
+	}
+	ix, err := parseIndexes(e, b[f.Index.Off:f.Time.Off+f.Time.Len])
+	if err != nil {
+		return nil, err
+	}
+	a := &artifact{e: e, log: b[f.Log.Off : f.Log.Off+f.Log.Len : f.Log.Off+f.Log.Len], ix: ix}
+	r.cache.Put(objKey(e), a, e.Size)
+	return a, nil
+}
+
+// OffsetForTime returns the first record of e with timestamp >= ts, or
+// found=false if every record is older.
+func (r *Reader) OffsetForTime(ctx context.Context, e meta.CatalogEntry, ts int64, o Options) (offset, at int64, found bool, err error) {
+	if e.LastTS < ts || e.NextOffset == e.Base {
+		return 0, 0, false, nil
+	}
+	if o.CacheEnabled && r.cache.Contains(objKey(e)) {
+		a, err := r.whole(ctx, e, nil)
+		if err != nil {
+			return 0, 0, false, err
+		}
+		return a.reader().OffsetForTime(ts)
+	}
+	ix, err := r.indexes(ctx, e, o.CacheEnabled)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	// Entry i of each index names the same record. After the last entry
+	// older than ts, the next entry (if any) is not older: the answer is
+	// between the two, or is that next entry's record.
+	pos, want, end := int64(segment.FileHeaderSize), e.Base, e.LogLen
+	next := 0
+	if te, ok := ix.times.Before(ts); ok {
+		next = sortSearchRel(ix.times, te.Rel) + 1
+		oe := ix.offs[next-1]
+		pos, want = int64(oe.Pos), e.Base+int64(oe.Rel)
+	}
+	if next < len(ix.offs) {
+		end = int64(ix.offs[next].Pos)
+	}
+	win, err := r.objects.Get(ctx, e.Key, e.LogOff+pos, end-pos)
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("tier: read %s: %w", e.Key, err)
+	}
+	recs, _, err := segment.DecodeRecords(win, want, 1<<30, 1<<30)
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("%w: %s: %w", ErrCorrupt, e.Key, err)
+	}
+	for _, rec := range recs {
+		if rec.Timestamp >= ts {
+			return rec.Offset, rec.Timestamp, true, nil
+		}
+	}
+	if next < len(ix.offs) {
+		return e.Base + int64(ix.offs[next].Rel), ix.times[next].Timestamp, true, nil
+	}
+	return 0, 0, false, fmt.Errorf("%w: %s: last timestamp %d but no record at or after %d", ErrCorrupt, e.Key, e.LastTS, ts)
+}
+
+// sortSearchRel returns the index of the time entry with Rel rel.
+func sortSearchRel(t index.Times, rel uint32) int {
+	return sort.Search(len(t), func(i int) bool { return t[i].Rel >= rel })
+}
