@@ -25,7 +25,7 @@ import (
 
 type clock struct{ ms atomic.Int64 }
 
-func (c *clock) now() time.Time           { return time.UnixMilli(c.ms.Load()) }
+func (c *clock) now() time.Time          { return time.UnixMilli(c.ms.Load()) }
 func (c *clock) advance(d time.Duration) { c.ms.Add(d.Milliseconds()) }
 
 type env struct {
