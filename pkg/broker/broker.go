@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/tierlog/tierlog/pkg/meta"
+	"github.com/tierlog/tierlog/pkg/metrics"
 	"github.com/tierlog/tierlog/pkg/objstore"
 	"github.com/tierlog/tierlog/pkg/partition"
 	"github.com/tierlog/tierlog/pkg/segment"
@@ -69,6 +70,11 @@ type Config struct {
 	// OnRoll is called when a partition seals a segment (the compactor's
 	// cue). It must not block.
 	OnRoll func(meta.PartitionKey)
+	// OnDeleteTopic is called after a topic is deleted, to purge its cold
+	// tier. It may block.
+	OnDeleteTopic func(context.Context, meta.TopicConfig)
+	// Metrics counts flushes and lease conflicts. Nil: none.
+	Metrics *metrics.Set
 	// Now is the clock. Default time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -329,6 +335,7 @@ func (t *topic) part(ctx context.Context, p int) (*partition.Log, error) {
 		Now:                c.Now,
 		Logger:             c.Logger,
 		OnRoll:             c.OnRoll,
+		Metrics:            c.Metrics,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
@@ -373,6 +380,9 @@ func (b *Broker) DeleteTopic(ctx context.Context, name string) error {
 	}
 	if err := os.RemoveAll(b.topicDir(cfg)); err != nil {
 		b.cfg.Logger.Warn("remove topic dir", "topic", name, "err", err)
+	}
+	if b.cfg.OnDeleteTopic != nil {
+		b.cfg.OnDeleteTopic(ctx, cfg)
 	}
 	return nil
 }

@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"github.com/tierlog/tierlog/pkg/meta"
+	"github.com/tierlog/tierlog/pkg/metrics"
 	"github.com/tierlog/tierlog/pkg/objstore"
 	"github.com/tierlog/tierlog/pkg/partition"
 	"github.com/tierlog/tierlog/pkg/segment"
@@ -71,6 +72,8 @@ type Config struct {
 	// Hook, if set, is called after each step; an error stops the pass
 	// there, as a crash would. For crash-point tests.
 	Hook func(step string, k meta.PartitionKey, base int64) error
+	// Metrics counts finalized segments. Nil: none.
+	Metrics *metrics.Set
 }
 
 // Stats count what a pass did.
@@ -175,6 +178,10 @@ func (c *Compactor) Partition(ctx context.Context, t meta.TopicConfig, p int) (S
 			}
 			st.Finalized++
 			st.BytesUploaded += n
+			if m := c.cfg.Metrics; m != nil {
+				m.SegmentsFinalized.Add(1)
+				m.BytesFinalized.Add(n)
+			}
 			st.FinalizeSeconds += time.Since(start).Seconds()
 		} // else: retention already dropped it; nothing to upload
 		if err := c.cfg.Meta.AdvanceColdEnd(ctx, k, s.NextOffset); err != nil {
@@ -200,6 +207,9 @@ func (c *Compactor) Partition(ctx context.Context, t meta.TopicConfig, p int) (S
 		c.cfg.Logger.Info("retention advanced log start", "topic", t.Name, "partition", p, "from", logStart, "to", ns)
 		logStart = ns
 		st.LogStartAdvanced++
+		if m := c.cfg.Metrics; m != nil {
+			m.LogStartAdvances.Add(1)
+		}
 		if err := c.hook(StepLogStart, k, ns); err != nil {
 			return st, err
 		}

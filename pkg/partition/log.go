@@ -54,6 +54,7 @@ import (
 	"time"
 
 	"github.com/tierlog/tierlog/pkg/meta"
+	"github.com/tierlog/tierlog/pkg/metrics"
 	"github.com/tierlog/tierlog/pkg/segment"
 )
 
@@ -100,6 +101,8 @@ type Config struct {
 	// OnRoll, if set, is called after a commit that sealed a segment (the
 	// compactor's cue). It must not block.
 	OnRoll func(meta.PartitionKey)
+	// Metrics counts flushes and lease conflicts. Nil: none.
+	Metrics *metrics.Set
 }
 
 func (c *Config) applyDefaults() {
@@ -283,6 +286,7 @@ func (l *Log) flush(ctx context.Context, batch []*pending) {
 // write runs one round of the protocol for the grouped batches.
 func (l *Log) write(ctx context.Context, batch []*pending) ([]Appended, error) {
 	l.sealed = false
+	start := time.Now()
 	if err := l.ensureWriter(ctx); err != nil {
 		return nil, err
 	}
@@ -329,6 +333,9 @@ func (l *Log) write(ctx context.Context, batch []*pending) ([]Appended, error) {
 	st.LastTS = ts
 	release := !l.cfg.HoldLease
 	if err := l.cfg.Meta.Commit(ctx, st, release, l.cfg.Now(), l.cfg.LeaseTTL); err != nil {
+		if errors.Is(err, meta.ErrFenced) {
+			l.cfg.Metrics.Conflict()
+		}
 		// Fenced or unknown: not acknowledged. Forget the writer; the next
 		// batch re-acquires and recovers from whatever was committed.
 		l.closeWriter(false)
@@ -346,6 +353,7 @@ func (l *Log) write(ctx context.Context, batch []*pending) ([]Appended, error) {
 		l.cfg.OnRoll(l.cfg.Key)
 	}
 	l.sealed = false
+	l.cfg.Metrics.ObserveFlush(time.Since(start), len(recs), total)
 	return apps, nil
 }
 
@@ -358,6 +366,7 @@ func (l *Log) ensureWriter(ctx context.Context) error {
 	a, err := l.cfg.Meta.Acquire(ctx, l.cfg.Key, l.cfg.Owner, l.cfg.Now(), l.cfg.LeaseTTL)
 	if err != nil {
 		if errors.Is(err, meta.ErrLeaseHeld) {
+			l.cfg.Metrics.Conflict()
 			return fmt.Errorf("%w: lease of %v held by another writer", ErrUnavailable, l.cfg.Key)
 		}
 		return fmt.Errorf("%w: acquire: %w", ErrUnavailable, err)
