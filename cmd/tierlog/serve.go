@@ -9,32 +9,36 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/tierlog/tierlog/pkg/api"
-	"github.com/tierlog/tierlog/pkg/broker"
-	"github.com/tierlog/tierlog/pkg/meta/local"
+	tlserver "github.com/tierlog/tierlog/pkg/server"
 )
 
 type serveOpts struct {
 	listen  string
-	dataDir string
 	logJSON bool
+	cfg     tlserver.Config
 }
 
 func newServeCmd() *cobra.Command {
 	var o serveOpts
 	c := &cobra.Command{
 		Use:   "serve",
-		Short: "Run tierlog locally: the whole HTTP API on the embedded default",
-		Long: `Run tierlog as one local process serving the HTTP API of API.md, with the
-hot tier, the metadata and the consumer-group offsets under --data-dir.
-It stops gracefully on SIGTERM or SIGINT: in-flight requests finish and files
-are synced.`,
+		Short: "Run tierlog as one process: the whole HTTP API, the compactor and /metrics",
+		Long: `Run tierlog as one process serving the HTTP API of API.md, with the
+compactor on a timer and Prometheus metrics at GET /metrics.
+
+With --backend local (the default) everything lives under --data-dir:
+metadata, the hot tier and the cold tier. With --backend aws the metadata
+is in a DynamoDB table, the cold tier in an S3 bucket and the hot tier in
+--hot-dir, which several such processes may share; AWS settings come from
+the SDK's usual sources (AWS_ENDPOINT_URL, AWS_REGION, credentials).
+
+It stops gracefully on SIGTERM or SIGINT: in-flight requests finish, files
+are synced and leases released.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
@@ -44,7 +48,15 @@ are synced.`,
 	}
 	f := c.Flags()
 	f.StringVar(&o.listen, "listen", envDefault("TIERLOG_LISTEN", "127.0.0.1:8080"), "address to serve HTTP on (env TIERLOG_LISTEN)")
-	f.StringVar(&o.dataDir, "data-dir", envDefault("TIERLOG_DATA_DIR", "./.tierlog"), "directory for segments and metadata (env TIERLOG_DATA_DIR)")
+	f.StringVar(&o.cfg.Backend, "backend", envDefault("TIERLOG_BACKEND", tlserver.BackendLocal), "local or aws (env TIERLOG_BACKEND)")
+	f.StringVar(&o.cfg.DataDir, "data-dir", envDefault("TIERLOG_DATA_DIR", "./.tierlog"), "local backend: directory for everything (env TIERLOG_DATA_DIR)")
+	f.StringVar(&o.cfg.HotDir, "hot-dir", envDefault("TIERLOG_HOT_DIR", ""), "aws backend: hot tier directory, may be shared (env TIERLOG_HOT_DIR)")
+	f.StringVar(&o.cfg.Table, "table", envDefault("TIERLOG_TABLE", ""), "aws backend: DynamoDB table (env TIERLOG_TABLE)")
+	f.StringVar(&o.cfg.Bucket, "bucket", envDefault("TIERLOG_BUCKET", ""), "aws backend: S3 bucket (env TIERLOG_BUCKET)")
+	f.StringVar(&o.cfg.Prefix, "prefix", envDefault("TIERLOG_PREFIX", ""), "aws backend: S3 key prefix (env TIERLOG_PREFIX)")
+	f.BoolVar(&o.cfg.CreateResources, "create-resources", false, "aws backend: create the table and bucket if absent (emulators, LocalStack)")
+	f.DurationVar(&o.cfg.CompactInterval, "compact-interval", 10*time.Second, "compactor timer; 0 disables it")
+	f.DurationVar(&o.cfg.CompactGrace, "compact-grace", 30*time.Second, "how long hot files of tiered segments stay")
 	f.BoolVar(&o.logJSON, "log-json", false, "log JSON lines instead of text")
 	return c
 }
@@ -55,34 +67,30 @@ func serve(ctx context.Context, o serveOpts) error {
 		h = slog.NewJSONHandler(os.Stderr, nil)
 	}
 	logger := slog.New(h)
-
-	store, err := local.Open(filepath.Join(o.dataDir, "meta"))
-	if err != nil {
-		return fmt.Errorf("open metadata: %w", err)
+	cfg := o.cfg
+	cfg.Logger = logger
+	if cfg.CompactInterval == 0 {
+		cfg.CompactInterval = -1 // the flag's 0 means off
 	}
-	defer store.Close()
-	b, err := broker.New(ctx, broker.Config{
-		DataDir: filepath.Join(o.dataDir, "topics"),
-		Meta:    store,
-		Logger:  logger,
-	})
+	s, err := tlserver.Open(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer b.Close()
+	defer s.Close()
+	s.Start()
 
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
 	srv := &http.Server{
-		Handler:           api.New(b, api.WithLogger(logger)),
+		Handler:           s.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	logger.Info("tierlog listening", "addr", ln.Addr().String(), "data_dir", o.dataDir)
+	logger.Info("tierlog listening", "addr", ln.Addr().String(), "backend", cfg.Backend)
 
 	select {
 	case err := <-errc:
@@ -96,8 +104,8 @@ func serve(ctx context.Context, o serveOpts) error {
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		logger.Warn("shutdown", "err", err)
 	}
-	if err := b.Close(); err != nil {
-		return fmt.Errorf("close broker: %w", err)
+	if err := s.Close(); err != nil {
+		return fmt.Errorf("close: %w", err)
 	}
 	logger.Info("stopped")
 	return nil

@@ -1,0 +1,89 @@
+package server
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/tierlog/tierlog/pkg/objstore"
+)
+
+// collector exposes the server's counters at scrape time.
+type collector struct {
+	s *Server
+
+	flush, flushRecords, flushBytes, conflicts      *prometheus.Desc
+	s3Requests, s3Errors, s3Bytes                   *prometheus.Desc
+	metaRequests                                    *prometheus.Desc
+	cacheHits, cacheMisses, cacheEvictions, cacheSz *prometheus.Desc
+	finalized, finalizedBytes, logStartAdvances     *prometheus.Desc
+}
+
+func newCollector(s *Server) *collector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc("tierlog_"+name, help, labels, nil)
+	}
+	return &collector{
+		s:                s,
+		flush:            d("flush_seconds", "Group-commit flush latency: write, fsync and metadata commit."),
+		flushRecords:     d("flush_records_total", "Records written by flushes."),
+		flushBytes:       d("flush_bytes_total", "Record bytes written by flushes."),
+		conflicts:        d("lease_conflicts_total", "Lease busy or commit fenced."),
+		s3Requests:       d("object_requests_total", "Object store calls by operation (S3 requests on the aws backend).", "op"),
+		s3Errors:         d("object_errors_total", "Failed object store calls by operation.", "op"),
+		s3Bytes:          d("object_bytes_total", "Object store bytes moved.", "direction"),
+		metaRequests:     d("metadata_requests_total", "Metadata store requests by operation (DynamoDB on the aws backend).", "op"),
+		cacheHits:        d("cache_hits_total", "Cold-tier cache hits."),
+		cacheMisses:      d("cache_misses_total", "Cold-tier cache misses."),
+		cacheEvictions:   d("cache_evictions_total", "Cold-tier cache evictions."),
+		cacheSz:          d("cache_bytes", "Bytes held by the cold-tier cache."),
+		finalized:        d("segments_finalized_total", "Segments moved to the cold tier."),
+		finalizedBytes:   d("segment_bytes_finalized_total", "Artifact bytes uploaded by the compactor."),
+		logStartAdvances: d("log_start_advances_total", "Retention passes that advanced a log start."),
+	}
+}
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) { prometheus.DescribeByCollect(c, ch) }
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	m := c.s.Metrics
+	counter := func(d *prometheus.Desc, v int64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	bounds, cum, sum, n := m.Flush.Snapshot()
+	buckets := make(map[float64]uint64, len(bounds))
+	for i, b := range bounds {
+		buckets[b] = cum[i]
+	}
+	ch <- prometheus.MustNewConstHistogram(c.flush, n, sum, buckets)
+	counter(c.flushRecords, m.FlushRecords.Load())
+	counter(c.flushBytes, m.FlushBytes.Load())
+	counter(c.conflicts, m.LeaseConflicts.Load())
+	for _, op := range objstore.Ops {
+		counter(c.s3Requests, c.s.Counters.Calls(op), op.String())
+		counter(c.s3Errors, c.s.Counters.Errors(op), op.String())
+	}
+	counter(c.s3Bytes, c.s.Counters.BytesUp(), "up")
+	counter(c.s3Bytes, c.s.Counters.BytesDown(), "down")
+	if c.s.MetaCounters != nil {
+		for op, v := range c.s.MetaCounters() {
+			counter(c.metaRequests, v, strings.ToLower(op))
+		}
+	}
+	cs := c.s.Cache.Stats()
+	counter(c.cacheHits, cs.Hits)
+	counter(c.cacheMisses, cs.Misses)
+	counter(c.cacheEvictions, cs.Evictions)
+	ch <- prometheus.MustNewConstMetric(c.cacheSz, prometheus.GaugeValue, float64(cs.Bytes))
+	counter(c.finalized, m.SegmentsFinalized.Load())
+	counter(c.finalizedBytes, m.BytesFinalized.Load())
+	counter(c.logStartAdvances, m.LogStartAdvances.Load())
+}
+
+func (s *Server) metricsHandler() http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(newCollector(s))
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+}

@@ -1,0 +1,275 @@
+// Package server assembles a running tierlog from configuration: the
+// metadata and object store adapters, the broker, the compactor, the HTTP
+// handler and the metrics. `tierlog serve` and the Lambda functions are thin
+// mains over it.
+//
+// Backends:
+//
+//   - "local": everything under one data dir: <data>/meta (embedded
+//     journal), <data>/topics (hot tier), <data>/objects (cold tier). One
+//     process owns the dir and keeps partition leases between batches.
+//   - "aws": DynamoDB for metadata, S3 for the cold tier, a hot dir that
+//     several processes (or Lambda containers) may share. Each batch
+//     acquires and releases its partition's lease, so processes interleave.
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/tierlog/tierlog/pkg/api"
+	"github.com/tierlog/tierlog/pkg/broker"
+	"github.com/tierlog/tierlog/pkg/compactor"
+	"github.com/tierlog/tierlog/pkg/meta"
+	"github.com/tierlog/tierlog/pkg/meta/local"
+	"github.com/tierlog/tierlog/pkg/metrics"
+	"github.com/tierlog/tierlog/pkg/objstore"
+	objlocal "github.com/tierlog/tierlog/pkg/objstore/local"
+	"github.com/tierlog/tierlog/pkg/tier"
+)
+
+// Backend names.
+const (
+	BackendLocal = "local"
+	BackendAWS   = "aws"
+)
+
+// Config configures a Server. Zero values take the documented defaults.
+type Config struct {
+	Backend string // "local" (default) or "aws"
+
+	// local
+	DataDir string // default ./.tierlog
+
+	// aws
+	HotDir          string // shared hot tier directory (EFS in AWS)
+	Table           string // DynamoDB table
+	Bucket          string // S3 bucket
+	Prefix          string // key prefix in the bucket
+	CreateResources bool   // create the table and bucket if absent
+
+	// Owner names this process as a lease owner. Default: "local" for the
+	// local backend; a unique id per process for aws.
+	Owner string
+	// ReleaseEachBatch: default false for local, true for aws.
+	ReleaseEachBatch *bool
+	// CompactInterval is the compactor timer; 0 means 10s, < 0 disables it.
+	CompactInterval time.Duration
+	// CompactGrace is how long hot files of tiered segments stay. Default 30s.
+	CompactGrace time.Duration
+	// CacheBytes budgets the cold-tier cache. Default 256 MiB.
+	CacheBytes int64
+	Logger     *slog.Logger
+}
+
+// Server is an assembled tierlog.
+type Server struct {
+	cfg       Config
+	Broker    *broker.Broker
+	Meta      meta.Store
+	Objects   objstore.Store
+	Compactor *compactor.Compactor
+	Metrics   *metrics.Set
+	Counters  *objstore.Counters
+	Cache     *tier.Cache
+	// MetaCounters reports the metadata adapter's request counts, if it
+	// keeps them.
+	MetaCounters func() map[string]int64
+
+	handler http.Handler
+	kick    chan struct{} // a segment rolled: compact soon
+	closers []func() error
+	stop    context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+func (c *Config) applyDefaults() error {
+	if c.Backend == "" {
+		c.Backend = BackendLocal
+	}
+	if c.DataDir == "" {
+		c.DataDir = "./.tierlog"
+	}
+	if c.CompactInterval == 0 {
+		c.CompactInterval = 10 * time.Second
+	}
+	if c.CacheBytes <= 0 {
+		c.CacheBytes = 256 << 20
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	switch c.Backend {
+	case BackendLocal:
+		if c.Owner == "" {
+			c.Owner = "local"
+		}
+		if c.ReleaseEachBatch == nil {
+			f := false
+			c.ReleaseEachBatch = &f
+		}
+	case BackendAWS:
+		if c.HotDir == "" || c.Table == "" || c.Bucket == "" {
+			return errors.New("server: the aws backend needs a hot dir, a table and a bucket")
+		}
+		if c.Owner == "" {
+			c.Owner = UniqueOwner()
+		}
+		if c.ReleaseEachBatch == nil {
+			t := true
+			c.ReleaseEachBatch = &t
+		}
+	default:
+		return fmt.Errorf("server: unknown backend %q (want %q or %q)", c.Backend, BackendLocal, BackendAWS)
+	}
+	return nil
+}
+
+// UniqueOwner is a lease owner id unique to this process.
+func UniqueOwner() string {
+	host, _ := os.Hostname()
+	var b [4]byte
+	rand.Read(b[:])
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// Open builds a Server. Call Start to run the compactor timer and Close
+// when done.
+func Open(ctx context.Context, cfg Config) (*Server, error) {
+	if err := cfg.applyDefaults(); err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, Metrics: metrics.New(), Counters: &objstore.Counters{}, kick: make(chan struct{}, 1)}
+	var hotDir string
+	var objects objstore.Store
+	switch cfg.Backend {
+	case BackendLocal:
+		store, err := local.Open(filepath.Join(cfg.DataDir, "meta"))
+		if err != nil {
+			return nil, fmt.Errorf("open metadata: %w", err)
+		}
+		s.Meta = store
+		s.closers = append(s.closers, store.Close)
+		objs, err := objlocal.New(filepath.Join(cfg.DataDir, "objects"))
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("open object store: %w", err)
+		}
+		objects = objs
+		hotDir = filepath.Join(cfg.DataDir, "topics")
+	case BackendAWS:
+		m, o, counters, err := openAWS(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		s.Meta, objects, s.MetaCounters = m, o, counters
+		s.closers = append(s.closers, m.Close)
+		hotDir = cfg.HotDir
+	}
+	s.Objects = objstore.Counting(objects, s.Counters)
+	s.Cache = tier.NewCache(cfg.CacheBytes)
+
+	comp, err := compactor.New(compactor.Config{
+		Meta: s.Meta, Objects: s.Objects, HotDir: hotDir, Grace: cfg.CompactGrace,
+		Logger: cfg.Logger, Metrics: s.Metrics,
+	})
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.Compactor = comp
+	b, err := broker.New(ctx, broker.Config{
+		DataDir:          hotDir,
+		Meta:             s.Meta,
+		Owner:            cfg.Owner,
+		ReleaseEachBatch: *cfg.ReleaseEachBatch,
+		Objects:          s.Objects,
+		Cache:            s.Cache,
+		Logger:           cfg.Logger,
+		Metrics:          s.Metrics,
+		OnRoll:           func(meta.PartitionKey) { s.Kick() },
+		OnDeleteTopic: func(ctx context.Context, t meta.TopicConfig) {
+			if err := comp.PurgeTopic(ctx, t); err != nil {
+				cfg.Logger.Warn("purge deleted topic's cold tier", "topic", t.Name, "err", err)
+			}
+		},
+	})
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.Broker = b
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", s.metricsHandler())
+	mux.Handle("/", api.New(b, api.WithLogger(cfg.Logger)))
+	s.handler = mux
+	return s, nil
+}
+
+// Handler serves the API and GET /metrics.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Kick asks the compactor loop for a pass soon (a segment rolled).
+func (s *Server) Kick() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Start runs the compactor on its timer (and on every roll) until Close.
+func (s *Server) Start() {
+	if s.cfg.CompactInterval < 0 {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stop = cancel
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		t := time.NewTicker(s.cfg.CompactInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			case <-s.kick:
+			}
+			st, err := s.Compactor.Run(ctx)
+			if err != nil && ctx.Err() == nil {
+				s.cfg.Logger.Warn("compactor pass", "err", err)
+			}
+			if st.Finalized > 0 || st.LogStartAdvanced > 0 || st.HotFilesDeleted > 0 {
+				s.cfg.Logger.Info("compactor pass", "finalized", st.Finalized, "bytes", st.BytesUploaded,
+					"log_start_advanced", st.LogStartAdvanced, "hot_deleted", st.HotFilesDeleted, "objects_deleted", st.ObjectsDeleted)
+			}
+		}
+	}()
+}
+
+// Close stops the compactor, closes the broker (releasing leases, syncing
+// files) and the stores.
+func (s *Server) Close() error {
+	if s.stop != nil {
+		s.stop()
+		s.wg.Wait()
+	}
+	var errs []error
+	if s.Broker != nil {
+		errs = append(errs, s.Broker.Close())
+	}
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		errs = append(errs, s.closers[i]())
+	}
+	return errors.Join(errs...)
+}
