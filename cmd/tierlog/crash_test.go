@@ -268,7 +268,7 @@ func TestCrashKill9(t *testing.T) {
 	}
 	// The compactor ran between kills: reads above went through both tiers.
 	var artifacts int
-	filepath.WalkDir(filepath.Join(dataDir, "objects"), func(path string, d os.DirEntry, err error) error {
+	filepath.WalkDir(filepath.Join(dataDir, "cold", "objects"), func(path string, d os.DirEntry, err error) error {
 		if err == nil && strings.HasSuffix(path, ".seg") {
 			artifacts++
 		}

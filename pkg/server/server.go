@@ -6,7 +6,7 @@
 // Backends:
 //
 //   - "local": everything under one data dir: <data>/meta (embedded
-//     journal), <data>/topics (hot tier), <data>/objects (cold tier). One
+//     journal), <data>/topics (hot tier), <data>/cold (cold tier). One
 //     process owns the dir and keeps partition leases between batches.
 //   - "aws": DynamoDB for metadata, S3 for the cold tier, a hot dir that
 //     several processes (or Lambda containers) may share. Each batch
@@ -159,7 +159,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		}
 		s.Meta = store
 		s.closers = append(s.closers, store.Close)
-		objs, err := objlocal.New(filepath.Join(cfg.DataDir, "objects"))
+		objs, err := objlocal.New(filepath.Join(cfg.DataDir, "cold"))
 		if err != nil {
 			s.Close()
 			return nil, fmt.Errorf("open object store: %w", err)
