@@ -57,6 +57,7 @@ are synced and leases released.`,
 	f.BoolVar(&o.cfg.CreateResources, "create-resources", false, "aws backend: create the table and bucket if absent (emulators, LocalStack)")
 	f.DurationVar(&o.cfg.CompactInterval, "compact-interval", 10*time.Second, "compactor timer; 0 disables it")
 	f.DurationVar(&o.cfg.CompactGrace, "compact-grace", 30*time.Second, "how long hot files of tiered segments stay")
+	f.DurationVar(&o.cfg.LeaseTTL, "lease-ttl", 10*time.Second, "how long a partition lease lives without a commit")
 	f.BoolVar(&o.logJSON, "log-json", false, "log JSON lines instead of text")
 	return c
 }

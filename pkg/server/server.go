@@ -62,6 +62,9 @@ type Config struct {
 	Owner string
 	// ReleaseEachBatch: default false for local, true for aws.
 	ReleaseEachBatch *bool
+	// LeaseTTL is how long a partition lease lives without a commit.
+	// Default 10s.
+	LeaseTTL time.Duration
 	// CompactInterval is the compactor timer; 0 means 10s, < 0 disables it.
 	CompactInterval time.Duration
 	// CompactGrace is how long hot files of tiered segments stay. Default 30s.
@@ -191,6 +194,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		DataDir:          hotDir,
 		Meta:             s.Meta,
 		Owner:            cfg.Owner,
+		LeaseTTL:         cfg.LeaseTTL,
 		ReleaseEachBatch: *cfg.ReleaseEachBatch,
 		Objects:          s.Objects,
 		Cache:            s.Cache,
