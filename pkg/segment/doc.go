@@ -57,10 +57,13 @@
 //
 // # Recovery
 //
-// Recover validates every record below the committed length the caller hands
-// in and truncates the three files to it: bytes past it belong to an aborted
-// attempt. A record below it that fails its CRC is corruption (ErrCorrupt), not
-// a torn tail, and nothing is truncated. With an unknown committed length
+// Recover checks the records from the last usable index entry up to the
+// committed length the caller hands in (what a crash could have touched),
+// completes the indexes, and truncates the three files to it: bytes past it
+// belong to an aborted attempt. A record there that fails its CRC is
+// corruption (ErrCorrupt), not a torn tail, and nothing is truncated. Older
+// committed bytes are checked by every read (CRC per record) and in full by
+// Reader.Verify and the compactor before a segment is tiered. With an unknown committed length
 // (-1) Recover keeps the longest valid prefix and truncates the torn tail.
 // A closed segment is never written again.
 //

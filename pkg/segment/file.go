@@ -64,6 +64,7 @@ func (id ID) String() string { return fmt.Sprintf("%020d-%016x", id.Base, id.Epo
 // ParseName parses a segment file name. It reports false for any name that
 // is not exactly one of ours.
 func ParseName(name string) (ID, Kind, bool) {
+	full := name
 	var k Kind
 	for _, c := range []Kind{KindLog, KindIndex, KindTimeIndex} {
 		if strings.HasSuffix(name, string(c)) {
@@ -80,5 +81,11 @@ func ParseName(name string) (ID, Kind, bool) {
 	if err1 != nil || err2 != nil || base < 0 {
 		return ID{}, "", false
 	}
-	return ID{Base: base, Epoch: epoch}, k, true
+	id := ID{Base: base, Epoch: epoch}
+	if id.Name(k) != full {
+		// strconv also takes a sign ("+0…", "-0…") and upper-case hex:
+		// such a name is not one we wrote and must not alias one that is.
+		return ID{}, "", false
+	}
+	return id, k, true
 }

@@ -15,12 +15,16 @@ const scanChunk = 256 << 10
 // errStop ends a scan early without error.
 var errStop = errors.New("stop")
 
+// errStaleHint ends a scan that an index entry started at the wrong place.
+var errStaleHint = errors.New("segment: index entry does not match its record")
+
 // scan decodes records in [pos, limit) of ra, checking CRCs and that offsets
 // are dense from want (want < 0: take the first record's offset). It calls fn
 // with each record (Key and Value alias a buffer reused after fn returns) and
 // the record's position. It returns the position after the last record it
 // decoded and the offset after it. A record that does not fit below limit is
-// ErrTruncated; fn returning errStop ends the scan cleanly.
+// ErrTruncated; fn returning errStop ends the scan cleanly. fn must not keep
+// the *Record: it is reused for the next record.
 func scan(ra io.ReaderAt, pos, limit, want int64, fn func(r *Record, pos int64) error) (int64, int64, error) {
 	var buf []byte
 	bufPos := pos // file position of buf[0]
@@ -42,6 +46,10 @@ func scan(ra io.ReaderAt, pos, limit, want int64, fn func(r *Record, pos int64) 
 		}
 		return nil
 	}
+	// One Record for the whole scan: fn gets a pointer to it, which makes
+	// it escape, and a Record per iteration would be an allocation per
+	// record.
+	var r Record
 	for pos < limit {
 		off := int(pos - bufPos)
 		if len(buf)-off < RecordHeaderSize {
@@ -60,7 +68,8 @@ func scan(ra io.ReaderAt, pos, limit, want int64, fn func(r *Record, pos int64) 
 			}
 			continue
 		}
-		r, n, err := DecodeRecord(buf[off:])
+		var n int
+		r, n, err = DecodeRecord(buf[off:])
 		if err != nil {
 			return pos, want, fmt.Errorf("at position %d: %w", pos, err)
 		}
@@ -219,6 +228,12 @@ func (r *Reader) Read(from int64, maxRecords, maxBytes int) ([]Record, error) {
 			return errStop
 		}
 		total += n
+		if out == nil {
+			// Guess the count from the first record, so a run of
+			// similar records costs one allocation, not a doubling
+			// series; the cap bounds the waste when the guess is off.
+			out = make([]Record, 0, max(1, min(maxRecords, maxBytes/n+1, 4096)))
+		}
 		out = append(out, copyRecord(&slab, rec))
 		if len(out) >= maxRecords {
 			return errStop
@@ -244,7 +259,9 @@ func (r *Reader) unindexed() *Reader {
 func copyRecord(slab *[]byte, rec *Record) Record {
 	out := Record{Offset: rec.Offset, Timestamp: rec.Timestamp}
 	n := len(rec.Key) + len(rec.Value)
-	if cap(*slab)-len(*slab) < n {
+	// A nil slab would turn an empty key into an absent one and an empty
+	// value into a tombstone: sub-slices of a non-nil slab are never nil.
+	if *slab == nil || cap(*slab)-len(*slab) < n {
 		*slab = make([]byte, 0, max(n, 64<<10))
 	}
 	s := *slab
@@ -269,8 +286,15 @@ func (r *Reader) OffsetForTime(ts int64) (offset, timestamp int64, ok bool, err 
 			pos, want = int64(oe.Pos), r.id.Base+int64(oe.Rel)
 		}
 	}
+	start := want
 	_, _, err = scan(r.ra, pos, r.limit, want, func(rec *Record, _ int64) error {
 		if rec.Timestamp >= ts {
+			if rec.Offset == start && pos != FileHeaderSize {
+				// The time index said this record is older than ts and
+				// it is not: the hint lies, and an earlier record may
+				// be the answer.
+				return errStaleHint
+			}
 			offset, timestamp, ok = rec.Offset, rec.Timestamp, true
 			return errStop
 		}

@@ -26,6 +26,9 @@ const Unknown = -1
 // valid prefix, truncates the rest (a torn tail) and rebuilds the indexes.
 func Recover(dir string, id ID, committed int64, opts Options) (State, error) {
 	opts = opts.withDefaults()
+	if committed < 0 && committed != Unknown {
+		return State{}, fmt.Errorf("segment: recover %s: committed length %d", id, committed)
+	}
 	log, err := opts.FS.OpenFile(id.Path(dir, KindLog), os.O_RDWR, 0)
 	if err != nil {
 		return State{}, fmt.Errorf("segment: recover %s: %w", id, err)
@@ -35,7 +38,11 @@ func Recover(dir string, id ID, committed int64, opts Options) (State, error) {
 	if err != nil {
 		if committed < 0 && errors.Is(err, ErrTruncated) {
 			// Created but the header never became durable: an empty segment.
-			return recoverEmpty(log, id, opts)
+			return recoverEmpty(log, dir, id, opts)
+		}
+		if committed >= 0 && errors.Is(err, ErrTruncated) {
+			// Shorter than the committed length, which covers the header.
+			return State{}, fmt.Errorf("%w: below committed length %d: %w", ErrCorrupt, committed, wrapID(id, err))
 		}
 		return State{}, wrapID(id, err)
 	}
@@ -61,9 +68,13 @@ func Recover(dir string, id ID, committed int64, opts Options) (State, error) {
 		offs, times = readIndexes(opts.FS, dir, id)
 		offs = sanitize(offs, committed)
 		times = matchTimes(times, offs)
-		// The last entry is where the scan starts; make sure it is real.
-		for len(offs) > 0 && !entryValid(log, id, offs[len(offs)-1], committed) {
-			offs, times = offs[:len(offs)-1], times[:min(len(times), len(offs)-1)]
+		// Entry i of each file names the same record (the writer adds
+		// them in pairs, readers rely on it): keep only whole pairs, and
+		// rebuild both files from the last one.
+		offs = offs[:len(times)]
+		// The last pair is where the scan starts; make sure it is real.
+		for len(offs) > 0 && !entryValid(log, id, offs[len(offs)-1], times[len(times)-1], committed) {
+			offs, times = offs[:len(offs)-1], times[:len(times)-1]
 		}
 	} else {
 		limit = size
@@ -119,8 +130,9 @@ func Recover(dir string, id ID, committed int64, opts Options) (State, error) {
 	return st, nil
 }
 
-// entryValid reports whether index entry e points at the record it names.
-func entryValid(log File, id ID, e index.OffsetEntry, limit int64) bool {
+// entryValid reports whether index entries e and te point at the record they
+// name, with the timestamp te claims.
+func entryValid(log File, id ID, e index.OffsetEntry, te index.TimeEntry, limit int64) bool {
 	var b [RecordHeaderSize]byte
 	if int64(e.Pos)+RecordHeaderSize > limit {
 		return false
@@ -129,7 +141,7 @@ func entryValid(log File, id ID, e index.OffsetEntry, limit int64) bool {
 		return false
 	}
 	h, err := DecodeRecordHeader(b[:])
-	return err == nil && h.Offset == id.Base+int64(e.Rel)
+	return err == nil && h.Offset == id.Base+int64(e.Rel) && te.Rel == e.Rel && h.Timestamp == te.Timestamp
 }
 
 // rewriteIndex truncates an index file to keep bytes and appends add,
@@ -151,13 +163,20 @@ func rewriteIndex(fsys FS, path string, keep int, add []byte) error {
 	return nil
 }
 
-func recoverEmpty(log File, id ID, opts Options) (State, error) {
+func recoverEmpty(log File, dir string, id ID, opts Options) (State, error) {
 	hdr := AppendFileHeader(nil, FileHeader{Version: Version, BaseOffset: id.Base, Epoch: id.Epoch})
 	if err := log.Truncate(0); err != nil {
 		return State{}, fmt.Errorf("segment: truncate %s: %w", id, err)
 	}
 	if err := writeFull(log, hdr, 0); err != nil {
 		return State{}, fmt.Errorf("segment: write header of %s: %w", id, err)
+	}
+	// The index files may be missing (Create stopped early) or hold
+	// entries for records that are gone: empty them, as Create would.
+	for _, k := range []Kind{KindIndex, KindTimeIndex} {
+		if err := rewriteIndex(opts.FS, id.Path(dir, k), 0, nil); err != nil {
+			return State{}, err
+		}
 	}
 	return State{Size: FileHeaderSize, NextOffset: id.Base, LastTS: -1}, nil
 }

@@ -1,0 +1,237 @@
+package segment
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// rollBytes is where the append benchmarks start a new file, so files do not
+// grow without bound. Rolls happen with the timer stopped, in both the
+// segment and the raw benchmark.
+const rollBytes = 64 << 20
+
+type appendCase struct {
+	value, batch int
+}
+
+func (c appendCase) name() string {
+	return fmt.Sprintf("rec=%s/batch=%d", sizeName(c.value), c.batch)
+}
+
+func sizeName(n int) string {
+	if n > 0 && n%1024 == 0 {
+		return fmt.Sprintf("%dKiB", n/1024)
+	}
+	return fmt.Sprintf("%dB", n)
+}
+
+var appendCases = []appendCase{{100, 100}, {100, 1000}, {1024, 100}, {1024, 1000}}
+
+// benchBatch is one batch of the case: 16-byte keys and fixed-size values.
+func benchBatch(c appendCase) []Record {
+	recs := make([]Record, c.batch)
+	val := bytes.Repeat([]byte("v"), c.value)
+	for i := range recs {
+		recs[i] = Record{Timestamp: 1700000000000, Key: fmt.Appendf(nil, "key-%012d", i), Value: val}
+	}
+	return recs
+}
+
+func batchBytes(recs []Record) int64 { return encodedLen(recs) }
+
+// BenchmarkAppend measures one Append of a batch plus the Sync (fsync) that
+// makes it durable, per iteration, on the real disk.
+func BenchmarkAppend(b *testing.B) {
+	for _, c := range appendCases {
+		b.Run(c.name(), func(b *testing.B) {
+			dir := b.TempDir()
+			recs := benchBatch(c)
+			size := batchBytes(recs)
+			b.SetBytes(size)
+			id := ID{Base: 0, Epoch: 1}
+			w, err := Create(dir, id, Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				if w.Size()+size > rollBytes {
+					b.StopTimer()
+					w = rollSegment(b, dir, w)
+					b.StartTimer()
+				}
+				next := w.NextOffset()
+				for i := range recs {
+					recs[i].Offset = next + int64(i)
+				}
+				if err := w.Append(recs); err != nil {
+					b.Fatal(err)
+				}
+				if err := w.Sync(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			if err := w.Close(); err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+}
+
+// rollSegment closes w, removes its files and starts the next segment.
+func rollSegment(b *testing.B, dir string, w *Writer) *Writer {
+	id, next := w.ID(), w.NextOffset()
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+	for _, k := range []Kind{KindLog, KindIndex, KindTimeIndex} {
+		if err := os.Remove(id.Path(dir, k)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	nw, err := Create(dir, ID{Base: next, Epoch: id.Epoch}, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return nw
+}
+
+// BenchmarkRawWriteSync is the floor BenchmarkAppend is measured against:
+// the same bytes per iteration written with one os.File.WriteAt at
+// increasing positions and an fsync. Sub-benchmark names match
+// BenchmarkAppend's, so benchstat can line them up.
+func BenchmarkRawWriteSync(b *testing.B) {
+	for _, c := range appendCases {
+		b.Run(c.name(), func(b *testing.B) {
+			dir := b.TempDir()
+			buf := encodeAll(b, benchBatch(c))
+			size := int64(len(buf))
+			b.SetBytes(size)
+			n := 0
+			open := func() *os.File {
+				n++
+				f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("raw-%d", n)), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+				if err != nil {
+					b.Fatal(err)
+				}
+				return f
+			}
+			f := open()
+			pos := int64(FileHeaderSize)
+			b.ResetTimer()
+			for b.Loop() {
+				if pos+size > rollBytes {
+					b.StopTimer()
+					f.Close()
+					os.Remove(f.Name())
+					f, pos = open(), FileHeaderSize
+					b.StartTimer()
+				}
+				if _, err := f.WriteAt(buf, pos); err != nil {
+					b.Fatal(err)
+				}
+				if err := f.Sync(); err != nil {
+					b.Fatal(err)
+				}
+				pos += size
+			}
+			b.StopTimer()
+			f.Close()
+		})
+	}
+}
+
+// BenchmarkRead reads a whole ~64 MiB segment from the page cache through
+// Reader.Read, 1 MiB at a time, CRCs checked.
+func BenchmarkRead(b *testing.B) {
+	for _, value := range []int{100, 1024} {
+		b.Run("rec="+sizeName(value), func(b *testing.B) {
+			dir := b.TempDir()
+			id := ID{Base: 0, Epoch: 1}
+			w, err := Create(dir, id, Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			recs := benchBatch(appendCase{value: value, batch: 1000})
+			size := batchBytes(recs)
+			for w.Size()+size <= rollBytes {
+				next := w.NextOffset()
+				for i := range recs {
+					recs[i].Offset = next + int64(i)
+				}
+				if err := w.Append(recs); err != nil {
+					b.Fatal(err)
+				}
+			}
+			st := w.State()
+			if err := w.Close(); err != nil {
+				b.Fatal(err)
+			}
+			r, c, err := OpenReader(dir, id, st.Size, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			b.SetBytes(st.Size - FileHeaderSize)
+			b.ResetTimer()
+			for b.Loop() {
+				from, n := id.Base, 0
+				for from < st.NextOffset {
+					got, err := r.Read(from, 1<<30, 1<<20)
+					if err != nil {
+						b.Fatal(err)
+					}
+					n += len(got)
+					from = got[len(got)-1].Offset + 1
+				}
+				if int64(n) != st.NextOffset-id.Base {
+					b.Fatalf("read %d records, want %d", n, st.NextOffset-id.Base)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkDecodeRecord(b *testing.B) {
+	for _, value := range []int{0, 100, 1024, 64 << 10} {
+		b.Run("value="+sizeName(value), func(b *testing.B) {
+			rec := Record{Offset: 1, Timestamp: 1, Key: []byte("key-000000000001"), Value: bytes.Repeat([]byte("v"), value)}
+			enc, err := AppendRecord(nil, &rec)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(enc)))
+			var sink int
+			for b.Loop() {
+				r, n, err := DecodeRecord(enc)
+				if err != nil {
+					b.Fatal(err)
+				}
+				sink += n + len(r.Value)
+			}
+			fmt.Fprint(io.Discard, sink)
+		})
+	}
+}
+
+func BenchmarkAppendRecord(b *testing.B) {
+	for _, value := range []int{0, 100, 1024, 64 << 10} {
+		b.Run("value="+sizeName(value), func(b *testing.B) {
+			rec := Record{Offset: 1, Timestamp: 1, Key: []byte("key-000000000001"), Value: bytes.Repeat([]byte("v"), value)}
+			buf := make([]byte, 0, EncodedSize(&rec))
+			b.SetBytes(int64(EncodedSize(&rec)))
+			for b.Loop() {
+				var err error
+				if buf, err = AppendRecord(buf[:0], &rec); err != nil {
+					b.Fatal(err)
+				}
+			}
+			io.Discard.Write(buf)
+		})
+	}
+}
