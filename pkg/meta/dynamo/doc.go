@@ -33,9 +33,11 @@
 // int64, uint64 (epoch) and uint32 (CRCs) round-trip exactly. The nested
 // structs are native DynamoDB values, encoded with package attributevalue
 // under the json tag names: active is a map (M) of the SegmentInfo fields,
-// sealed a list (L) of such maps, oldest first. A partition item has no
-// owner and no lease_until attribute while its lease is released (Owner
-// ""), no active while Active is nil and no sealed while Sealed is empty.
+// sealed a list (L) of such maps, oldest first. Absent values are written,
+// not removed (minidyn ignores a top-level REMOVE): a released lease is
+// owner "" and lease_until 0, a nil Active is NULL, and an empty Sealed is
+// NULL too (minidyn returns an empty list as the string ""). Reading
+// accepts a missing attribute for any of them as well.
 //
 // Why this shape: every method is one single-item request on a key it can
 // compute, or one Query on one partition key (Topics, Segments,
@@ -50,20 +52,21 @@
 //
 // # Writes
 //
-// Single-item conditional writes only, no transactions (neither emulator
-// nor LocalStack-era tooling agrees on them, and DESIGN.md section 4 does
-// not need them):
+// Single-item conditional writes only, no transactions (dynalite has none,
+// minidyn's roll back whole tables, and DESIGN.md section 4 does not need
+// them):
 //
 //	CreateTopic      PutItem    IF attribute_not_exists(pk)                 -> ErrTopicExists
 //	DeleteTopic      DeleteItem IF attribute_exists(pk)                     -> ErrNotFound
 //	Acquire          UpdateItem IF attribute_not_exists(pk) OR attribute_not_exists(owner)
-//	                               OR lease_until <= :now OR owner = :me    -> ErrLeaseHeld
+//	                               OR owner = "" OR lease_until <= :now OR owner = :me
+//	                                                                         -> ErrLeaseHeld
 //	                 SET owner, lease_until, key fields, defaults via if_not_exists; ADD epoch 1;
 //	                 ReturnValues ALL_OLD: the new item is computed from the old one, and
 //	                 TakenOver is "the old item had an owner"
 //	Commit           UpdateItem IF attribute_exists(pk) AND epoch = :e AND owner = :o
-//	                 SET next_offset, last_ts, active, sealed, lease_until (or REMOVE
-//	                 owner, lease_until on release; REMOVE active/sealed when empty);
+//	                 SET next_offset, last_ts, active, sealed, owner, lease_until
+//	                 (owner "" and lease_until 0 on release);
 //	                 never log_start_offset or cold_end                     -> ErrFenced
 //	AdvanceLogStart  UpdateItem IF attribute_exists(pk) AND
 //	AdvanceColdEnd              (attribute_not_exists(f) OR f < :v)  SET f = :v
@@ -134,9 +137,27 @@
 //
 // # Emulator notes
 //
-// minidyn: the SDK's response CRC32 check must be off
-// (DisableValidateResponseChecksum); the TableExists waiter and ListTables
-// are not used (CreateTable polls DescribeTable instead).
-// dynalite: no transactions, no TTL; it ignores
-// ReturnValuesOnConditionCheckFailure, hence the GetItem fallback above.
+// Found by these tests; TestNumbersRoundTrip and TestConditionCounters
+// pin them per emulator.
+//
+// minidyn v0.8.2 (in-process):
+//   - it sends no usable X-Amz-Crc32: the client needs
+//     DisableValidateResponseChecksum;
+//   - DescribeTable may report no TableStatus, so the TableExists waiter
+//     never finishes: CreateTable polls and takes "" as ready. No ListTables;
+//   - a top-level REMOVE in an UpdateExpression is silently ignored, and an
+//     empty list (L []) reads back as S "": hence SET-only writes and NULL;
+//   - UpdateItem evaluates the whole item in float64: every number of an
+//     updated item above 2^53 is rounded (PutItem is exact). Offsets,
+//     millisecond timestamps and epochs stay far below 2^53, and DynamoDB
+//     and dynalite are exact;
+//   - it honours ReturnValuesOnConditionCheckFailure;
+//   - its table-map operations (CreateTable, DescribeTable) take no lock:
+//     do not create tables while other requests run on the same server.
+//
+// dynalite 4.0.0 (Node, tools/dynalite):
+//   - no transactions, no TTL;
+//   - it ignores ReturnValuesOnConditionCheckFailure, so a refused
+//     Advance* or PutSegment costs one GetItem more than on DynamoDB;
+//   - numbers are exact (big.js), ADD included; empty strings are accepted.
 package dynamo
