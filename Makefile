@@ -9,9 +9,15 @@ DATA_DIR ?= ./.tierlog
 run:
 	$(GO) run ./cmd/tierlog serve --listen $(LISTEN) --data-dir $(DATA_DIR)
 
-## test: every test, with the race detector
-test: fmt-check vet
+## test: every test, with the race detector (and the CDK module's tests)
+test: fmt-check vet test-deps
 	$(GO) test -race -count=1 -timeout 30m ./...
+	$(MAKE) cdk-test
+
+## test-deps: what the tests need beyond Go: dynalite (pinned in tools/dynalite)
+test-deps:
+	@command -v node >/dev/null || { echo "node is required (dynalite, CDK)"; exit 1; }
+	cd tools/dynalite && npm ci --no-audit --no-fund --loglevel=error
 
 vet:
 	$(GO) vet ./...
@@ -30,3 +36,35 @@ bench:
 
 clean:
 	rm -rf bin $(DATA_DIR)
+
+## ---- infra/cdk (its own Go module; see infra/cdk/README.md) ----
+CDK_DIR  ?= infra/cdk
+# Node 20 works but is past end of life for jsii: silence its banner.
+CDK_ENV  := JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 CDK_DISABLE_CLI_TELEMETRY=true
+# The function zips (produce.zip, fetch.zip, compactor.zip) the stack deploys.
+DIST_DIR ?= dist
+# Extra CDK CLI arguments, e.g. CDK_ARGS='-c removalPolicy=destroy -c fetchMemoryMB=2048'.
+CDK_ARGS ?=
+CDK_ZIPS := $(DIST_DIR)/produce.zip $(DIST_DIR)/fetch.zip $(DIST_DIR)/compactor.zip
+
+.PHONY: cdk-deps synth deploy cdk-test
+
+## cdk-deps: the pinned CDK CLI (npm ci from package-lock.json) and the CDK Go modules
+cdk-deps:
+	cd $(CDK_DIR) && npm ci --no-audit --no-fund
+	cd $(CDK_DIR) && $(GO) mod download
+
+## synth: the CloudFormation template into infra/cdk/cdk.out/ (offline; runs make build if dist/*.zip are missing)
+synth: cdk-deps
+	@ls $(CDK_ZIPS) >/dev/null 2>&1 || $(MAKE) build
+	cd $(CDK_DIR) && $(CDK_ENV) npx --no-install cdk synth --quiet --no-notices -c distDir=$(abspath $(DIST_DIR)) $(CDK_ARGS)
+	@echo "template: $(CDK_DIR)/cdk.out/$$(cd $(CDK_DIR) && ls cdk.out | grep template.json)"
+
+## deploy: cdk deploy to the account and region of your AWS credentials (cdk bootstrap once first)
+deploy: cdk-deps
+	@ls $(CDK_ZIPS) >/dev/null 2>&1 || $(MAKE) build
+	cd $(CDK_DIR) && $(CDK_ENV) npx --no-install cdk deploy --no-notices -c distDir=$(abspath $(DIST_DIR)) $(CDK_ARGS)
+
+## cdk-test: the CDK assertions and cdk-nag tests (first build of the CDK module takes minutes)
+cdk-test:
+	cd $(CDK_DIR) && $(CDK_ENV) $(GO) test -count=1 -timeout 20m ./...

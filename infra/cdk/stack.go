@@ -1,0 +1,497 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2authorizers"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2integrations"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsefs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// The stack (DESIGN.md, top):
+//
+//	client ─SigV4─► HTTP API (IAM auth on every route, access log)
+//	                 ├─ write routes ─► Produce ──async invoke (Lambda endpoint)─► Compactor
+//	                 └─ read routes  ─► Fetch                                      ▲
+//	EventBridge rate(N minutes) ───────────────────────────────────────────────────┘
+//
+//	VPC: isolated subnets only (no NAT, no internet gateway); S3 and
+//	DynamoDB gateway endpoints whose policies admit only this stack's
+//	bucket and table; rejected-traffic flow log.
+//	EFS: encrypted, elastic throughput, one access point (/tierlog, uid/gid
+//	1000) mounted at /mnt/tierlog in all three functions. produce and the
+//	compactor may write; fetch holds only elasticfilesystem:ClientMount,
+//	which makes its mount read-only (see efsMount).
+//
+// Least privilege (explicit actions; no CDK grant* helpers, whose action
+// wildcards would both over-grant and trip AwsSolutions-IAM5):
+//
+//	function   DynamoDB (table)           S3 (bucket)                       EFS                  Lambda
+//	produce    read + write               ListBucket GetObject DeleteObject ClientMount ClientWrite InvokeFunction (compactor)
+//	fetch      read                       ListBucket GetObject              ClientMount
+//	compactor  read + write               ListBucket GetObject PutObject    ClientMount ClientWrite
+//	                                      DeleteObject
+//
+// with read = GetItem BatchGetItem Query and write = PutItem UpdateItem
+// DeleteItem: what pkg/meta/dynamo calls (it never Scans, and uses no
+// transactions or batch writes), plus BatchGetItem as a read.
+// produce may delete objects because deleting a topic purges its cold tier.
+
+// vpcAccessPolicy is the AWS managed policy a VPC function's role needs
+// for its ENIs (see nag.go for why it is kept).
+const vpcAccessPolicy = "service-role/AWSLambdaVPCAccessExecutionRole"
+
+// HotDir is where every function mounts the EFS access point
+// (TIERLOG_HOT_DIR).
+const HotDir = "/mnt/tierlog"
+
+// The access point: the directory the functions see as HotDir, and the
+// POSIX identity every NFS operation through it is forced to.
+const (
+	accessPointPath = "/tierlog"
+	posixID         = "1000"
+)
+
+// Function names, as used by TierlogStackProps.Code and the dist zips.
+const (
+	FnProduce   = "produce"
+	FnFetch     = "fetch"
+	FnCompactor = "compactor"
+)
+
+// Route is one route of the HTTP API and the function serving it.
+type Route struct {
+	Method   awsapigatewayv2.HttpMethod
+	Path     string
+	Function string
+}
+
+// Routes are API.md's routes (pkg/api/api.go's table): writes to produce,
+// reads to fetch. Every one uses IAM authorization.
+var Routes = []Route{
+	{awsapigatewayv2.HttpMethod_POST, "/v1/topics", FnProduce},
+	{awsapigatewayv2.HttpMethod_DELETE, "/v1/topics/{topic}", FnProduce},
+	{awsapigatewayv2.HttpMethod_POST, "/v1/topics/{topic}/records", FnProduce},
+	{awsapigatewayv2.HttpMethod_POST, "/v1/topics/{topic}/partitions/{partition}/records", FnProduce},
+	{awsapigatewayv2.HttpMethod_PUT, "/v1/groups/{group}/offsets", FnProduce},
+	{awsapigatewayv2.HttpMethod_GET, "/v1/topics", FnFetch},
+	{awsapigatewayv2.HttpMethod_GET, "/v1/topics/{topic}", FnFetch},
+	{awsapigatewayv2.HttpMethod_GET, "/v1/topics/{topic}/partitions/{partition}/records", FnFetch},
+	{awsapigatewayv2.HttpMethod_GET, "/v1/topics/{topic}/partitions/{partition}/offsets", FnFetch},
+	{awsapigatewayv2.HttpMethod_GET, "/v1/groups/{group}/offsets", FnFetch},
+	{awsapigatewayv2.HttpMethod_GET, "/v1/health", FnFetch},
+}
+
+// IAM actions granted on the table and the bucket (see the table above).
+var (
+	tableReadActions  = []string{"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query"}
+	tableWriteActions = []string{"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}
+)
+
+// accessLogFormat is the HTTP API access log line (JSON, one per request).
+// userArn is the SigV4 caller: with IAM authorization every request has one.
+const accessLogFormat = `{"requestId":"$context.requestId","ip":"$context.identity.sourceIp",` +
+	`"userArn":"$context.identity.userArn","requestTime":"$context.requestTime",` +
+	`"routeKey":"$context.routeKey","status":"$context.status","protocol":"$context.protocol",` +
+	`"responseLength":"$context.responseLength","latency":"$context.responseLatency",` +
+	`"integrationLatency":"$context.integrationLatency","integrationError":"$context.integrationErrorMessage"}`
+
+// TierlogStackProps configures NewTierlogStack.
+type TierlogStackProps struct {
+	awscdk.StackProps
+	// Config is validated by NewTierlogStack; start from DefaultConfig.
+	Config Config
+	// Code returns the deployment package of one function (FnProduce,
+	// FnFetch, FnCompactor). nil means the zip files
+	// Config.DistDir/<function>.zip. Tests set it so they need no build.
+	Code func(function string) awslambda.Code
+}
+
+// NewTierlogStack builds the whole deployment in one stack. It panics on
+// an invalid props.Config (as CDK constructs do on invalid input).
+func NewTierlogStack(scope constructs.Construct, id *string, props *TierlogStackProps) awscdk.Stack {
+	if props == nil {
+		props = &TierlogStackProps{Config: DefaultConfig()}
+	}
+	cfg := props.Config
+	if err := cfg.validate(); err != nil {
+		panic(err)
+	}
+	code := props.Code
+	if code == nil {
+		code = func(fn string) awslambda.Code {
+			return awslambda.Code_FromAsset(jsii.String(filepath.Join(cfg.DistDir, fn+".zip")), nil)
+		}
+	}
+	sprops := props.StackProps
+	if sprops.Description == nil {
+		sprops.Description = jsii.String("tierlog: serverless tiered log (EFS hot tier, S3 cold tier, DynamoDB metadata)")
+	}
+	stack := awscdk.NewStack(scope, id, &sprops)
+	awscdk.Tags_Of(stack).Add(jsii.String("project"), jsii.String("tierlog"), nil)
+
+	removal := awscdk.RemovalPolicy_DESTROY
+	if cfg.Retain() {
+		removal = awscdk.RemovalPolicy_RETAIN
+	}
+	retention := awslogs.RetentionDays(allowedRetentionDays[cfg.LogRetentionDays])
+	newLogGroup := func(id string) awslogs.LogGroup {
+		return awslogs.NewLogGroup(stack, jsii.String(id), &awslogs.LogGroupProps{
+			Retention:     retention,
+			RemovalPolicy: removal,
+		})
+	}
+
+	// ---- network ----
+	isolated := &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_ISOLATED}
+	vpc := awsec2.NewVpc(stack, jsii.String("Vpc"), &awsec2.VpcProps{
+		MaxAzs:      jsii.Number(cfg.MaxAzs),
+		NatGateways: jsii.Number(0),
+		SubnetConfiguration: &[]*awsec2.SubnetConfiguration{{
+			Name:       jsii.String("isolated"),
+			SubnetType: awsec2.SubnetType_PRIVATE_ISOLATED,
+			CidrMask:   jsii.Number(24),
+		}},
+		// Rejected traffic only: it is what shows a security group or
+		// endpoint misconfiguration, at a fraction of ALL's volume.
+		FlowLogs: &map[string]*awsec2.FlowLogOptions{
+			"Rejected": {
+				TrafficType: awsec2.FlowLogTrafficType_REJECT,
+				Destination: awsec2.FlowLogDestination_ToCloudWatchLogs(newLogGroup("VpcFlowLogs"), nil),
+			},
+		},
+		// Restricting the default security group needs a custom-resource
+		// Lambda; nothing here uses the default group (every ENI gets its
+		// own), so it stays as VPC creates it.
+		RestrictDefaultSecurityGroup: jsii.Bool(false),
+	})
+	s3Endpoint := vpc.AddGatewayEndpoint(jsii.String("S3Endpoint"), &awsec2.GatewayVpcEndpointOptions{
+		Service: awsec2.GatewayVpcEndpointAwsService_S3(),
+	})
+	dynamoEndpoint := vpc.AddGatewayEndpoint(jsii.String("DynamoDBEndpoint"), &awsec2.GatewayVpcEndpointOptions{
+		Service: awsec2.GatewayVpcEndpointAwsService_DYNAMODB(),
+	})
+
+	// ---- storage ----
+	table := awsdynamodb.NewTable(stack, jsii.String("Table"), &awsdynamodb.TableProps{
+		TableName:    optString(cfg.TableName),
+		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String("pk"), Type: awsdynamodb.AttributeType_STRING},
+		SortKey:      &awsdynamodb.Attribute{Name: jsii.String("sk"), Type: awsdynamodb.AttributeType_STRING},
+		BillingMode:  awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
+			PointInTimeRecoveryEnabled: jsii.Bool(true),
+		},
+		DeletionProtection: jsii.Bool(cfg.Retain()),
+		RemovalPolicy:      removal,
+	})
+	bucket := awss3.NewBucket(stack, jsii.String("Bucket"), &awss3.BucketProps{
+		BucketName:        optString(cfg.BucketName),
+		Encryption:        awss3.BucketEncryption_S3_MANAGED,
+		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
+		EnforceSSL:        jsii.Bool(true),
+		MinimumTLSVersion: jsii.Number(1.2),
+		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
+		Versioned:         jsii.Bool(false),
+		RemovalPolicy:     removal,
+	})
+	fs := awsefs.NewFileSystem(stack, jsii.String("HotTier"), &awsefs.FileSystemProps{
+		Vpc:             vpc,
+		VpcSubnets:      isolated,
+		Encrypted:       jsii.Bool(true),
+		ThroughputMode:  awsefs.ThroughputMode_ELASTIC,
+		PerformanceMode: awsefs.PerformanceMode_GENERAL_PURPOSE,
+		RemovalPolicy:   removal,
+		// true only stops CDK from adding its own statement (AnyPrincipal
+		// may ClientWrite and ClientRootAccess via a mount target), which
+		// under the @aws-cdk/aws-efs:denyAnonymousAccess feature flag
+		// would make fetch's mount writable. The file system policy below
+		// grants nothing to anonymous (non-IAM) clients, not even
+		// ClientMount, so they still cannot mount.
+		AllowAnonymousAccess: jsii.Bool(true),
+	})
+	ap := fs.AddAccessPoint(jsii.String("AccessPoint"), &awsefs.AccessPointOptions{
+		Path:      jsii.String(accessPointPath),
+		PosixUser: &awsefs.PosixUser{Uid: jsii.String(posixID), Gid: jsii.String(posixID)},
+		CreateAcl: &awsefs.Acl{OwnerUid: jsii.String(posixID), OwnerGid: jsii.String(posixID), Permissions: jsii.String("750")},
+	})
+
+	// The gateway endpoints admit only this stack's bucket and table: the
+	// functions have no other S3 or DynamoDB business, and it closes the
+	// VPC as an exfiltration path even to a role with broader rights.
+	s3Endpoint.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
+		Actions:    jsii.Strings("s3:ListBucket", "s3:GetObject", "s3:PutObject", "s3:DeleteObject"),
+		Resources:  &[]*string{bucket.BucketArn(), bucket.ArnForObjects(jsii.String("*"))},
+	}))
+	dynamoEndpoint.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
+		Actions:    jsii.Strings(append(append([]string{}, tableReadActions...), tableWriteActions...)...),
+		Resources:  &[]*string{table.TableArn()},
+	}))
+
+	// ---- functions ----
+	// efsMount mounts the access point at HotDir. Lambda's file system
+	// config has no read-only flag, and FileSystem_FromEfsAccessPoint
+	// always grants ClientWrite, so the config is built here: ClientMount
+	// alone (write=false, for fetch) gives a read-only NFS mount, because
+	// EFS IAM authorization refuses writes without ClientWrite and the
+	// file system policy below grants ClientWrite to nobody else.
+	efsMount := func(write bool) awslambda.FileSystem {
+		actions := []string{"elasticfilesystem:ClientMount"}
+		if write {
+			actions = append(actions, "elasticfilesystem:ClientWrite")
+		}
+		return awslambda.NewFileSystem(&awslambda.FileSystemConfig{
+			Arn:            ap.AccessPointArn(),
+			LocalMountPath: jsii.String(HotDir),
+			Connections:    fs.Connections(),
+			Dependency:     &[]constructs.IDependable{fs.MountTargetsAvailable()},
+			Policies: &[]awsiam.PolicyStatement{awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+				Actions:   jsii.Strings(actions...),
+				Resources: &[]*string{fs.FileSystemArn()},
+				Conditions: &map[string]any{
+					"StringEquals": map[string]any{"elasticfilesystem:AccessPointArn": ap.AccessPointArn()},
+				},
+			})},
+		})
+	}
+	env := func(extra map[string]*string) *map[string]*string {
+		m := map[string]*string{
+			"TIERLOG_HOT_DIR": jsii.String(HotDir),
+			"TIERLOG_TABLE":   table.TableName(),
+			"TIERLOG_BUCKET":  bucket.BucketName(),
+		}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return &m
+	}
+	// Each function gets a role and a security group created here, beside
+	// it rather than inside it: a Function's children inherit its
+	// dependency on the EFS mount targets, and the file system policy names
+	// the roles, so roles inside the functions would close a cycle. Own
+	// roles also skip AWSLambdaBasicExecutionRole (logs:* on every log
+	// group): each role may write its own log group only.
+	newFunction := func(id, name, description string, memoryMB, timeoutSeconds int, fsys awslambda.FileSystem,
+		environment *map[string]*string, reserved *float64) awslambda.Function {
+		logs := newLogGroup(id + "Logs")
+		role := awsiam.NewRole(stack, jsii.String(id+"Role"), &awsiam.RoleProps{
+			Description: jsii.String("tierlog " + name + " function"),
+			AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
+			ManagedPolicies: &[]awsiam.IManagedPolicy{
+				awsiam.ManagedPolicy_FromAwsManagedPolicyName(jsii.String(vpcAccessPolicy)),
+			},
+		})
+		role.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions:   jsii.Strings("logs:CreateLogStream", "logs:PutLogEvents"),
+			Resources: &[]*string{logs.LogGroupArn()},
+		}))
+		sg := awsec2.NewSecurityGroup(stack, jsii.String(id+"SecurityGroup"), &awsec2.SecurityGroupProps{
+			Vpc:              vpc,
+			Description:      jsii.String("tierlog " + name + " function"),
+			AllowAllOutbound: jsii.Bool(true),
+		})
+		// Egress stays open (the isolated subnets route nowhere but the
+		// VPC and the gateway endpoints, whose prefix lists a template
+		// cannot name offline), so the per-peer egress rules CDK would add
+		// for EFS and the Lambda endpoint are redundant.
+		awscdk.Annotations_Of(sg).AcknowledgeWarning(jsii.String("@aws-cdk/aws-ec2:ipv4IgnoreEgressRule"),
+			jsii.String("all outbound is allowed on purpose; see stack.go"))
+		return awslambda.NewFunction(stack, jsii.String(id), &awslambda.FunctionProps{
+			Role:                         role,
+			SecurityGroups:               &[]awsec2.ISecurityGroup{sg},
+			Description:                  jsii.String(description),
+			Runtime:                      awslambda.Runtime_PROVIDED_AL2023(),
+			Architecture:                 awslambda.Architecture_ARM_64(),
+			Handler:                      jsii.String("bootstrap"),
+			Code:                         code(name),
+			MemorySize:                   jsii.Number(memoryMB),
+			Timeout:                      awscdk.Duration_Seconds(jsii.Number(timeoutSeconds)),
+			Tracing:                      awslambda.Tracing_ACTIVE,
+			Vpc:                          vpc,
+			VpcSubnets:                   isolated,
+			Filesystem:                   fsys,
+			Environment:                  environment,
+			LogGroup:                     logs,
+			ReservedConcurrentExecutions: reserved,
+		})
+	}
+	var compactorReserved *float64
+	if cfg.CompactorConcurrency > 0 {
+		compactorReserved = jsii.Number(cfg.CompactorConcurrency)
+	}
+	compactor := newFunction("Compactor", FnCompactor,
+		"tierlog compactor: seals EFS segments into S3, retention, cleanup (schedule + async invoke)",
+		cfg.CompactorMemoryMB, cfg.CompactorTimeoutSeconds, efsMount(true), env(nil), compactorReserved)
+	produceEnv := map[string]*string{}
+	if cfg.CompactorInvokeEndpoint {
+		produceEnv["TIERLOG_COMPACTOR_FUNCTION"] = compactor.FunctionName()
+	}
+	produce := newFunction("Produce", FnProduce,
+		"tierlog produce: appends records, topic admin, group offset commits",
+		cfg.ProduceMemoryMB, cfg.ProduceTimeoutSeconds, efsMount(true), env(produceEnv), nil)
+	fetch := newFunction("Fetch", FnFetch,
+		"tierlog fetch: reads records (EFS hot tier, S3 cold tier), offsets, topic and group reads",
+		cfg.FetchMemoryMB, cfg.FetchTimeoutSeconds, efsMount(false), env(nil), nil)
+
+	// The EFS file system policy replaces EFS's default policy (which lets
+	// any client that reaches a mount target do anything). Both ClientMount
+	// and ClientWrite need IAM-authenticated principals; only produce and
+	// the compactor may write. Same-account access is the union of this
+	// and the roles' own policies, which grant the same actions.
+	viaMountTarget := &map[string]any{"Bool": map[string]any{"elasticfilesystem:AccessedViaMountTarget": "true"}}
+	fs.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("MountForTierlogFunctions"),
+		Principals: &[]awsiam.IPrincipal{produce.Role(), fetch.Role(), compactor.Role()},
+		Actions:    jsii.Strings("elasticfilesystem:ClientMount"),
+		Conditions: viaMountTarget,
+	}))
+	fs.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("WriteForProduceAndCompactor"),
+		Principals: &[]awsiam.IPrincipal{produce.Role(), compactor.Role()},
+		Actions:    jsii.Strings("elasticfilesystem:ClientWrite"),
+		Conditions: viaMountTarget,
+	}))
+
+	allow := func(fn awslambda.Function, actions []string, resources ...*string) {
+		fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions:   jsii.Strings(actions...),
+			Resources: &resources,
+		}))
+	}
+	objects := bucket.ArnForObjects(jsii.String("*"))
+	tableRW := append(append([]string{}, tableReadActions...), tableWriteActions...)
+
+	allow(produce, tableRW, table.TableArn())
+	allow(produce, []string{"s3:ListBucket"}, bucket.BucketArn())
+	allow(produce, []string{"s3:GetObject", "s3:DeleteObject"}, objects)
+
+	allow(fetch, tableReadActions, table.TableArn())
+	allow(fetch, []string{"s3:ListBucket"}, bucket.BucketArn())
+	allow(fetch, []string{"s3:GetObject"}, objects)
+
+	allow(compactor, tableRW, table.TableArn())
+	allow(compactor, []string{"s3:ListBucket"}, bucket.BucketArn())
+	allow(compactor, []string{"s3:GetObject", "s3:PutObject", "s3:DeleteObject"}, objects)
+
+	if cfg.CompactorInvokeEndpoint {
+		// Exactly the function, not GrantInvoke's "<arn>:*" (versions and
+		// aliases are not used).
+		allow(produce, []string{"lambda:InvokeFunction"}, compactor.FunctionArn())
+		// Isolated subnets reach the Lambda API only through this
+		// endpoint; only produce may connect, and only to invoke the
+		// compactor.
+		lambdaEndpoint := vpc.AddInterfaceEndpoint(jsii.String("LambdaEndpoint"), &awsec2.InterfaceVpcEndpointOptions{
+			Service:           awsec2.InterfaceVpcEndpointAwsService_LAMBDA(),
+			Subnets:           isolated,
+			PrivateDnsEnabled: jsii.Bool(true),
+			Open:              jsii.Bool(false),
+		})
+		lambdaEndpoint.Connections().AllowDefaultPortFrom(produce, jsii.String("produce: async invoke of the compactor"))
+		lambdaEndpoint.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
+			Actions:    jsii.Strings("lambda:InvokeFunction"),
+			Resources:  &[]*string{compactor.FunctionArn()},
+		}))
+	}
+
+	// ---- API ----
+	api := awsapigatewayv2.NewHttpApi(stack, jsii.String("Api"), &awsapigatewayv2.HttpApiProps{
+		ApiName:           jsii.String(*id),
+		Description:       jsii.String("tierlog HTTP API (API.md); SigV4-signed requests only"),
+		DefaultAuthorizer: awsapigatewayv2authorizers.NewHttpIamAuthorizer(),
+	})
+	integrations := map[string]awsapigatewayv2.HttpRouteIntegration{}
+	for name, fn := range map[string]awslambda.Function{FnProduce: produce, FnFetch: fetch} {
+		integrations[name] = awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String(capitalize(name)+"Integration"), fn,
+			&awsapigatewayv2integrations.HttpLambdaIntegrationProps{PayloadFormatVersion: awsapigatewayv2.PayloadFormatVersion_VERSION_2_0()})
+	}
+	for _, r := range Routes {
+		api.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
+			Path:        jsii.String(r.Path),
+			Methods:     &[]awsapigatewayv2.HttpMethod{r.Method},
+			Integration: integrations[r.Function],
+		})
+	}
+	// The default stage's access log (HttpStage's own accessLogSettings
+	// takes an interface, the L1 property is simpler).
+	apiLogs := newLogGroup("ApiAccessLogs")
+	stage := api.DefaultStage().Node().DefaultChild().(awsapigatewayv2.CfnStage)
+	stage.SetAccessLogSettings(&awsapigatewayv2.CfnStage_AccessLogSettingsProperty{
+		DestinationArn: apiLogs.LogGroupArn(),
+		Format:         jsii.String(accessLogFormat),
+	})
+
+	// ---- schedule ----
+	awsevents.NewRule(stack, jsii.String("CompactorSchedule"), &awsevents.RuleProps{
+		Description: jsii.String("tierlog: periodic compactor run (tiering, retention, cleanup)"),
+		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(cfg.ScheduleMinutes))),
+		Targets:     &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(compactor, nil)},
+	})
+
+	// ---- alarms ----
+	for _, f := range []struct {
+		id string
+		fn awslambda.Function
+	}{{"Produce", produce}, {"Fetch", fetch}, {"Compactor", compactor}} {
+		period := &awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum")}
+		for _, m := range []struct {
+			kind   string
+			metric awscloudwatch.Metric
+		}{{"Errors", f.fn.MetricErrors(period)}, {"Throttles", f.fn.MetricThrottles(period)}} {
+			awscloudwatch.NewAlarm(stack, jsii.String(f.id+m.kind+"Alarm"), &awscloudwatch.AlarmProps{
+				AlarmDescription:   jsii.String(fmt.Sprintf("tierlog %s function: %s in 5 minutes", f.id, m.kind)),
+				Metric:             m.metric,
+				Threshold:          jsii.Number(1),
+				EvaluationPeriods:  jsii.Number(1),
+				ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+				TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+			})
+		}
+	}
+
+	// ---- outputs ----
+	for _, o := range []struct {
+		id, desc string
+		v        *string
+	}{
+		{"ApiUrl", "HTTP API base URL (SigV4, service execute-api)", api.ApiEndpoint()},
+		{"TableName", "DynamoDB metadata table", table.TableName()},
+		{"BucketName", "S3 cold-tier bucket", bucket.BucketName()},
+		{"FileSystemId", "EFS hot-tier file system", fs.FileSystemId()},
+		{"CompactorFunctionName", "compactor function (invoke to run a compaction now)", compactor.FunctionName()},
+	} {
+		awscdk.NewCfnOutput(stack, jsii.String(o.id), &awscdk.CfnOutputProps{Value: o.v, Description: jsii.String(o.desc)})
+	}
+
+	addNagSuppressions([]awsiam.IRole{produce.Role(), fetch.Role(), compactor.Role()}, bucket)
+	return stack
+}
+
+func optString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return jsii.String(s)
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return string(s[0]-'a'+'A') + s[1:]
+}
