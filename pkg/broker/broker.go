@@ -59,6 +59,10 @@ type Config struct {
 	// ReleaseEachBatch acquires and releases the lease around every batch
 	// (Lambda); by default a partition keeps its lease between batches.
 	ReleaseEachBatch bool
+	// ReadOnly makes a broker that never writes the hot tier: no directory
+	// is created and produce is refused (the fetch function, whose EFS
+	// mount is read-only).
+	ReadOnly bool
 	// IndexIntervalBytes is the sparse index spacing. Default 4096.
 	IndexIntervalBytes int
 	// FS opens segment files (fault injection in tests). Default the OS.
@@ -128,13 +132,18 @@ type topic struct {
 	broker *Broker
 }
 
+// errReadOnly is a bug in routing: a write reached a read-only broker.
+var errReadOnly = errors.New("broker: read-only broker cannot write")
+
 // New opens a broker over an existing (or empty) data dir and store.
 func New(ctx context.Context, cfg Config) (*Broker, error) {
 	if err := cfg.applyDefaults(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		return nil, fmt.Errorf("broker: data dir: %w", err)
+	if !cfg.ReadOnly {
+		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+			return nil, fmt.Errorf("broker: data dir: %w", err)
+		}
 	}
 	b := &Broker{cfg: cfg, topics: map[string]*topic{}}
 	if cfg.Objects != nil {
@@ -156,14 +165,19 @@ func (b *Broker) CreateTopic(ctx context.Context, spec TopicSpec) (Topic, error)
 	if err := b.checkOpen(); err != nil {
 		return Topic{}, err
 	}
+	if b.cfg.ReadOnly {
+		return Topic{}, errReadOnly
+	}
 	if err := b.cfg.Meta.CreateTopic(ctx, t); err != nil {
 		if errors.Is(err, meta.ErrTopicExists) {
 			return Topic{}, fmt.Errorf("%w: %q", ErrTopicExists, t.Name)
 		}
 		return Topic{}, fmt.Errorf("broker: create topic %q: %w", t.Name, err)
 	}
-	if err := os.MkdirAll(b.topicDir(t), 0o755); err != nil {
-		return Topic{}, fmt.Errorf("broker: create topic dir: %w", err)
+	if !b.cfg.ReadOnly {
+		if err := os.MkdirAll(b.topicDir(t), 0o755); err != nil {
+			return Topic{}, fmt.Errorf("broker: create topic dir: %w", err)
+		}
 	}
 	return t, nil
 }
@@ -317,8 +331,10 @@ func (t *topic) part(ctx context.Context, p int) (*partition.Log, error) {
 		return l, nil
 	}
 	dir := partition.Dir(t.broker.cfg.DataDir, meta.PartitionKey{Topic: t.cfg.Name, TopicID: t.cfg.ID, Partition: p})
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("broker: partition dir: %w", err)
+	if !t.broker.cfg.ReadOnly {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("broker: partition dir: %w", err)
+		}
 	}
 	c := t.broker.cfg
 	l, err := partition.Open(ctx, partition.Config{
@@ -349,6 +365,9 @@ func (t *topic) part(ctx context.Context, p int) (*partition.Log, error) {
 func (b *Broker) DeleteTopic(ctx context.Context, name string) error {
 	if err := ValidTopicName(name); err != nil {
 		return err
+	}
+	if b.cfg.ReadOnly {
+		return errReadOnly
 	}
 	cfg, err := b.cfg.Meta.Topic(ctx, name)
 	if errors.Is(err, meta.ErrNotFound) {
@@ -490,6 +509,9 @@ func (b *Broker) ProducePartition(ctx context.Context, topicName string, p int, 
 }
 
 func (b *Broker) appendTo(ctx context.Context, t *topic, p int, batch []partition.Record) (partition.Appended, error) {
+	if b.cfg.ReadOnly {
+		return partition.Appended{}, errReadOnly
+	}
 	l, err := t.part(ctx, p)
 	if err != nil {
 		return partition.Appended{}, err

@@ -5,6 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -304,4 +307,51 @@ func TestGroupOffsets(t *testing.T) {
 	if err != nil || len(got) != 1 || got[0].Offset != 1 || got[0].Lag != 1 || got[0].Metadata != "m" {
 		t.Fatalf("%+v %v", got, err)
 	}
+}
+
+// A read-only broker (the fetch function) reads what another wrote and
+// never touches the hot tier.
+func TestReadOnly(t *testing.T) {
+	ctx := context.Background()
+	store, dir := mem.New(), t.TempDir()
+	w := newBroker(t, store, dir)
+	defer w.Close()
+	w.CreateTopic(ctx, TopicSpec{Name: "ro", Partitions: ptr(2)})
+	w.ProducePartition(ctx, "ro", 0, []ProduceRecord{{Value: []byte("x")}})
+	before := listTree(t, dir)
+	r, err := New(ctx, Config{DataDir: dir, Meta: store, ReadOnly: true, ReleaseEachBatch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	f, err := r.Fetch(ctx, FetchRequest{Topic: "ro", Partition: 0, Offset: 0})
+	if err != nil || len(f.Records) != 1 {
+		t.Fatalf("read-only fetch: %v %+v", err, f)
+	}
+	if o, err := r.Offsets(ctx, "ro", 1); err != nil || o.HighWatermark != 0 {
+		t.Fatalf("unwritten partition: %+v %v", o, err)
+	}
+	if _, err := r.ProducePartition(ctx, "ro", 0, []ProduceRecord{{Value: []byte("y")}}); err == nil {
+		t.Fatal("read-only broker produced")
+	}
+	if _, err := r.CreateTopic(ctx, TopicSpec{Name: "other"}); err == nil {
+		t.Fatal("read-only broker created a topic")
+	}
+	if after := listTree(t, dir); after != before {
+		t.Fatalf("read-only broker changed the hot tier:\n%s\nthen\n%s", before, after)
+	}
+}
+
+func listTree(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, _ := d.Info()
+		fmt.Fprintf(&b, "%s %d\n", path, info.Size())
+		return nil
+	})
+	return b.String()
 }
