@@ -68,3 +68,35 @@ deploy: cdk-deps
 ## cdk-test: the CDK assertions and cdk-nag tests (first build of the CDK module takes minutes)
 cdk-test:
 	cd $(CDK_DIR) && $(CDK_ENV) $(GO) test -count=1 -timeout 20m ./...
+
+# ---- LocalStack and the Docker-free emulator (see localstack/README.md) ----
+LOCALSTACK_COMPOSE := docker compose -f localstack/docker-compose.yml
+LOCAL_HOT_DIR      ?= $(CURDIR)/.hot
+LITE_LISTEN        ?= 127.0.0.1:4566
+LITE_DATA_DIR      ?=
+# cdklocal (aws-cdk-local) runs the CDK CLI pinned in infra/cdk.
+CDKLOCAL := NODE_PATH=$(CURDIR)/infra/cdk/node_modules npx --yes --package aws-cdk-local@3.0.4 cdklocal
+LOCAL_AWS_ENV := AWS_ENDPOINT_URL=http://127.0.0.1:4566 AWS_ENDPOINT_URL_S3=http://127.0.0.1:4566 \
+	AWS_S3_FORCE_PATH_STYLE=1 AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test \
+	JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20
+
+.PHONY: localstack-up localstack-down deploy-local lite
+
+## localstack-up: LocalStack on 127.0.0.1:4566; ./.hot is the Lambda functions' /mnt/tierlog
+localstack-up:
+	mkdir -p $(LOCAL_HOT_DIR)
+	TIERLOG_HOT_HOST_DIR=$(LOCAL_HOT_DIR) $(LOCALSTACK_COMPOSE) up -d --wait
+
+## localstack-down: stop LocalStack and remove its container
+localstack-down:
+	TIERLOG_HOT_HOST_DIR=$(LOCAL_HOT_DIR) $(LOCALSTACK_COMPOSE) down
+
+## deploy-local: deploy infra/cdk into LocalStack with cdklocal (after make localstack-up)
+deploy-local: build
+	cd infra/cdk && { test -d node_modules/aws-cdk || npm ci --no-audit --no-fund; } && \
+	$(LOCAL_AWS_ENV) $(CDKLOCAL) bootstrap aws://000000000000/us-east-1 && \
+	$(LOCAL_AWS_ENV) $(CDKLOCAL) deploy --require-approval never -c removalPolicy=destroy
+
+## lite: S3 and DynamoDB on one endpoint without Docker (LITE_DATA_DIR=./.lite keeps objects)
+lite:
+	$(GO) run ./localstack/lite --listen $(LITE_LISTEN) $(if $(LITE_DATA_DIR),--data-dir $(LITE_DATA_DIR))
