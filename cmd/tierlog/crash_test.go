@@ -60,8 +60,15 @@ var addrRE = regexp.MustCompile(`addr=(127\.0\.0\.1:\d+)`)
 
 func startServer(t *testing.T, dataDir string) *server {
 	t.Helper()
-	cmd := exec.Command(tierlogBinary(t), "serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir,
-		"--compact-interval", "300ms", "--compact-grace", "1s")
+	return startServerWith(t, nil, "--data-dir", dataDir, "--compact-interval", "300ms", "--compact-grace", "1s")
+}
+
+// startServerWith runs `tierlog serve --listen 127.0.0.1:0 ARGS...` with
+// env added to the environment, and waits for its address.
+func startServerWith(t *testing.T, env []string, args ...string) *server {
+	t.Helper()
+	cmd := exec.Command(tierlogBinary(t), append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -197,11 +204,11 @@ func TestCrashKill9(t *testing.T) {
 				t.Fatalf("create topic: %d %v", code, err)
 			}
 		}
-		verify(t, s.url, partitions, l)
+		verify(t, s.url, "crash", partitions, l)
 		if round == kills {
 			s.kill(t, syscall.SIGTERM) // the last stop is graceful
 			s = startServer(t, dataDir)
-			verify(t, s.url, partitions, l)
+			verify(t, s.url, "crash", partitions, l)
 			break
 		}
 
@@ -283,7 +290,7 @@ func TestCrashKill9(t *testing.T) {
 // verify reads every partition from 0 and checks I1 (dense), I2 (every
 // acknowledged record at its offset with identical bytes), I3 (only sent
 // records; what was seen at an offset before is still there) and I6.
-func verify(t *testing.T, url string, partitions int, l *ledger) {
+func verify(t *testing.T, url, topic string, partitions int, l *ledger) {
 	t.Helper()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -293,7 +300,7 @@ func verify(t *testing.T, url string, partitions int, l *ledger) {
 		deadline := time.Now().Add(30 * time.Second)
 		for off := int64(0); ; {
 			var f fetchResp
-			code, err := doJSON("GET", fmt.Sprintf("%s/v1/topics/crash/partitions/%d/records?offset=%d&max_records=10000&max_bytes=4194304", url, p, off), nil, &f)
+			code, err := doJSON("GET", fmt.Sprintf("%s/v1/topics/%s/partitions/%d/records?offset=%d&max_records=10000&max_bytes=4194304", url, topic, p, off), nil, &f)
 			if code == 503 && time.Now().Before(deadline) {
 				time.Sleep(100 * time.Millisecond)
 				continue

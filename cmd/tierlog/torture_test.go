@@ -1,0 +1,209 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tierlog/tierlog/internal/testenv"
+)
+
+// buildLite builds the S3+DynamoDB emulator, used here as the S3 endpoint
+// (gofakes3 in a helper process).
+func buildLite(t *testing.T) string {
+	t.Helper()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "lite")
+	cmd := exec.Command("go", "build", "-o", bin, "./localstack/lite")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./localstack/lite: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestTorture runs three `tierlog serve --backend aws` processes sharing one
+// hot dir, one dynalite and one S3 endpoint, like Lambda containers share
+// EFS, DynamoDB and S3. Producers write to all three while servers are
+// killed with SIGKILL and paused with SIGSTOP past their lease (zombies),
+// and small segments keep the compactor tiering. Then every partition is
+// read from offset 0 through both tiers, from every server, and I1-I6 are
+// checked.
+func TestTorture(t *testing.T) {
+	if testing.Short() {
+		t.Skip("torture test runs real processes; skipped with -short")
+	}
+	const (
+		servers    = 3
+		partitions = 2
+		producers  = 8
+		chaosFor   = 15 * time.Second
+	)
+	ddb, err := testenv.StartDynalite()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ddb.Stop()
+	port, err := testenv.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s3p, err := testenv.Start(buildLite(t), "--listen", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s3p.Stop()
+	if err := s3p.WaitListening(fmt.Sprintf("127.0.0.1:%d", port), 60*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	hot := t.TempDir()
+	env := []string{
+		"AWS_ENDPOINT_URL_DYNAMODB=" + ddb.Endpoint,
+		"AWS_ENDPOINT_URL_S3=" + s3p.Endpoint,
+		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test",
+	}
+	args := []string{"--backend", "aws", "--create-resources", "--hot-dir", hot, "--table", "torture", "--bucket", "torture",
+		"--lease-ttl", "1s", "--compact-interval", "250ms", "--compact-grace", "1s"}
+
+	procs := make([]atomic.Pointer[server], servers)
+	for i := range procs {
+		procs[i].Store(startServerWith(t, env, args...))
+	}
+	code, err := doJSON("POST", procs[0].Load().url+"/v1/topics",
+		map[string]any{"name": "torture", "partitions": partitions, "segment_bytes": 8 << 10}, nil)
+	if err != nil || code != 201 {
+		t.Fatalf("create topic: %d %v", code, err)
+	}
+
+	l := &ledger{sent: map[string]bool{}, acked: map[int]map[int64]string{}, seen: map[int]map[int64]string{}}
+	for p := 0; p < partitions; p++ {
+		l.acked[p], l.seen[p] = map[int64]string{}, map[int64]string{}
+	}
+	short := &http.Client{Timeout: 4 * time.Second}
+	var stop atomic.Bool
+	var acks, attempts atomic.Int64
+	var wg sync.WaitGroup
+	for c := 0; c < producers; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(c), uint64(time.Now().UnixNano())))
+			for seq := 0; !stop.Load(); seq++ {
+				p := rng.IntN(partitions)
+				n := 1 + rng.IntN(12)
+				var recs []produceRec
+				for i := 0; i < n; i++ {
+					recs = append(recs, produceRec{Value: fmt.Sprintf("c%d-s%d-i%d-%s", c, seq, i, strings.Repeat("z", rng.IntN(300)))})
+				}
+				l.mu.Lock()
+				for _, r := range recs {
+					l.sent[r.Value] = true
+				}
+				l.mu.Unlock()
+				attempts.Add(1)
+				srv := procs[rng.IntN(servers)].Load()
+				body, _ := json.Marshal(produceReq{Records: recs})
+				resp, err := short.Post(fmt.Sprintf("%s/v1/topics/torture/partitions/%d/records", srv.url, p), "application/json", bytes.NewReader(body))
+				if err != nil {
+					time.Sleep(20 * time.Millisecond) // killed, paused or restarting: outcome unknown
+					continue
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					if resp.StatusCode != 503 {
+						t.Errorf("produce: %d %s", resp.StatusCode, b)
+						return
+					}
+					time.Sleep(10 * time.Millisecond)
+					continue
+				}
+				var pr produceResp
+				if err := json.Unmarshal(b, &pr); err != nil || len(pr.Offsets) != n {
+					t.Errorf("produce answer %s: %v", b, err)
+					return
+				}
+				l.mu.Lock()
+				for i, o := range pr.Offsets {
+					if prev, dup := l.acked[p][o.Offset]; dup {
+						t.Errorf("I1/I4: offset %d of partition %d acknowledged twice (%q, %q)", o.Offset, p, prev, recs[i].Value)
+					}
+					l.acked[p][o.Offset] = recs[i].Value
+				}
+				l.mu.Unlock()
+				acks.Add(int64(n))
+			}
+		}()
+	}
+
+	// Chaos: kill or pause a random server every few hundred milliseconds.
+	rng := rand.New(rand.NewPCG(7, uint64(time.Now().UnixNano())))
+	var kills, pauses int
+	deadline := time.Now().Add(chaosFor)
+	for time.Now().Before(deadline) {
+		time.Sleep(time.Duration(300+rng.IntN(500)) * time.Millisecond)
+		i := rng.IntN(servers)
+		s := procs[i].Load()
+		if rng.IntN(2) == 0 {
+			s.kill(t, syscall.SIGKILL)
+			kills++
+			time.Sleep(time.Duration(rng.IntN(500)) * time.Millisecond)
+			procs[i].Store(startServerWith(t, env, args...))
+		} else {
+			// Paused past its 1s lease: it wakes up as a zombie.
+			s.cmd.Process.Signal(syscall.SIGSTOP)
+			pauses++
+			time.Sleep(time.Duration(1200+rng.IntN(1500)) * time.Millisecond)
+			s.cmd.Process.Signal(syscall.SIGCONT)
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	if acks.Load() == 0 {
+		t.Fatal("nothing acknowledged")
+	}
+
+	time.Sleep(2 * time.Second) // let the compactors tier what was sealed last
+	for i := range procs {
+		verify(t, procs[i].Load().url, "torture", partitions, l)
+	}
+	// Every partition reached the cold tier, and reads above crossed it.
+	var artifacts int
+	for i := range procs {
+		resp, err := http.Get(procs[i].Load().url + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, line := range strings.Split(string(b), "\n") {
+			var n int
+			if _, err := fmt.Sscanf(line, "tierlog_segments_finalized_total %d", &n); err == nil {
+				artifacts += n
+			}
+		}
+	}
+	if artifacts == 0 {
+		t.Fatal("the compactors finalized no segment")
+	}
+	var hw int
+	for p := 0; p < partitions; p++ {
+		hw += len(l.seen[p])
+	}
+	t.Logf("torture: %d produce attempts, %d records acknowledged, %d records stored, %d SIGKILLs, %d SIGSTOP pauses, %d segments finalized by the surviving processes, 0 violations",
+		attempts.Load(), acks.Load(), hw, kills, pauses, artifacts)
+}
