@@ -182,7 +182,7 @@ func TestTorture(t *testing.T) {
 		verify(t, procs[i].Load().url, "torture", partitions, l)
 	}
 	// Every partition reached the cold tier, and reads above crossed it.
-	var artifacts int
+	var artifacts, conflicts int
 	for i := range procs {
 		resp, err := http.Get(procs[i].Load().url + "/metrics")
 		if err != nil {
@@ -195,6 +195,9 @@ func TestTorture(t *testing.T) {
 			if _, err := fmt.Sscanf(line, "tierlog_segments_finalized_total %d", &n); err == nil {
 				artifacts += n
 			}
+			if _, err := fmt.Sscanf(line, "tierlog_lease_conflicts_total %d", &n); err == nil {
+				conflicts += n
+			}
 		}
 	}
 	if artifacts == 0 {
@@ -204,6 +207,6 @@ func TestTorture(t *testing.T) {
 	for p := 0; p < partitions; p++ {
 		hw += len(l.seen[p])
 	}
-	t.Logf("torture: %d produce attempts, %d records acknowledged, %d records stored, %d SIGKILLs, %d SIGSTOP pauses, %d segments finalized by the surviving processes, 0 violations",
-		attempts.Load(), acks.Load(), hw, kills, pauses, artifacts)
+	t.Logf("torture: %d produce attempts, %d records acknowledged, %d records stored, %d SIGKILLs, %d SIGSTOP pauses; the surviving processes finalized %d segments and saw %d lease conflicts (busy or fenced); 0 violations",
+		attempts.Load(), acks.Load(), hw, kills, pauses, artifacts, conflicts)
 }
