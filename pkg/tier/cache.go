@@ -86,6 +86,18 @@ func (c *Cache) Contains(key string) bool {
 	return ok
 }
 
+// Reset empties the cache (the counters stay).
+func (c *Cache) Reset() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ll.Init()
+	c.items = map[string]*list.Element{}
+	c.used = 0
+}
+
 // CacheStats are a cache's counters.
 type CacheStats struct {
 	Hits, Misses, Evictions, Bytes int64
