@@ -49,7 +49,17 @@ func newRoot() *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())}
 	})
-	root.AddCommand(newServeCmd())
+	// Without this, cobra answers an unknown command itself with a plain
+	// error (exit 1); it is a usage error.
+	root.Args = cobra.ArbitraryArgs
+	root.RunE = func(c *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return c.Help()
+		}
+		return usageError{fmt.Errorf("unknown command %q for %q (see '%s --help')", args[0], c.CommandPath(), c.CommandPath())}
+	}
+	root.AddCommand(newServeCmd(), newTopicsCmd(), newProduceCmd(), newConsumeCmd(),
+		newOffsetsCmd(), newGroupsCmd(), newSegmentsCmd())
 	return root
 }
 

@@ -73,6 +73,19 @@
 //   - Context errors (deadline, client gone) and broker.ErrClosed are 503
 //     unavailable with Retry-After: 1, like ErrUnavailable: the outcome is
 //     unknown and a retry is safe.
+//   - Binary batches (docs/api-binary.md, package wire) are negotiated,
+//     never required: a produce body is a binary batch only when its
+//     Content-Type is exactly application/vnd.tierlog.batch.v1 (parameters
+//     ignored); any other or no Content-Type is JSON, as before (curl sends
+//     a form type; API.md has no 415). Produce and fetch answer binary
+//     only when Accept names that type with q > 0; "*/*" is JSON. The two
+//     directions are independent. Errors are always JSON in API.md's shape.
+//     Produce and fetch answers carry "Vary: Accept". Binary bodies have
+//     the JSON limits (10,000 records, 1 MiB a record: 413; 5 MiB body:
+//     413); a malformed batch is 400 with the decoder's reason; zero
+//     records is 400; a per-record partition on the partition route is
+//     400. On fetch, the encoding parameter is still validated but has no
+//     effect on a binary answer (bytes are bytes).
 //   - Every answer has an X-Request-Id (generated, never taken from the
 //     request). A 500 says only "internal error; request id X"; the log has
 //     the error. A panic is recovered into a 500 and logged with its stack.

@@ -49,6 +49,7 @@ type fetchResponse struct {
 // GET /v1/topics/{topic}/partitions/{partition}/records?offset=N
 // [&max_records=][&max_bytes=][&wait_ms=][&encoding=]
 func (s *server) fetch(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Vary", "Accept")
 	req, enc, err := fetchParams(r)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -60,6 +61,10 @@ func (s *server) fetch(w http.ResponseWriter, r *http.Request) {
 			err = fmt.Errorf("topic %q partition %d: %w", req.Topic, req.Partition, err)
 		}
 		s.writeError(w, r, err)
+		return
+	}
+	if wantsBinary(r) {
+		s.writeFetchBinary(w, r, res)
 		return
 	}
 	out := fetchResponse{

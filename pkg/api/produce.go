@@ -23,12 +23,13 @@ type produceResponse struct {
 
 // POST /v1/topics/{topic}/records
 func (s *server) produce(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Vary", "Accept") // the answer's format follows Accept
 	topic := r.PathValue("topic")
 	if err := checkTopic(topic); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	recs, err := readProduce(w, r, true)
+	recs, err := readProduceBody(w, r, true)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -44,6 +45,7 @@ func (s *server) produce(w http.ResponseWriter, r *http.Request) {
 // POST /v1/topics/{topic}/partitions/{partition}/records: all or nothing,
 // so any failure is the request's.
 func (s *server) producePartition(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Vary", "Accept")
 	topic := r.PathValue("topic")
 	if err := checkTopic(topic); err != nil {
 		s.writeError(w, r, err)
@@ -54,7 +56,7 @@ func (s *server) producePartition(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	recs, err := readProduce(w, r, false)
+	recs, err := readProduceBody(w, r, false)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -75,9 +77,22 @@ func (s *server) producePartition(w http.ResponseWriter, r *http.Request) {
 	s.writeProduce(w, r, recs, res)
 }
 
+// readProduceBody decodes a produce body in the format its Content-Type
+// names: a binary batch for wire.MediaType, JSON for anything else.
+func readProduceBody(w http.ResponseWriter, r *http.Request, allowPartition bool) ([]broker.ProduceRecord, error) {
+	if sendsBinary(r) {
+		return readBinaryProduce(w, r, allowPartition)
+	}
+	return readProduce(w, r, allowPartition)
+}
+
 func (s *server) writeProduce(w http.ResponseWriter, r *http.Request, recs []broker.ProduceRecord, res []broker.ProduceResult) {
 	if len(res) != len(recs) {
 		s.writeError(w, r, fmt.Errorf("broker returned %d results for %d records", len(res), len(recs)))
+		return
+	}
+	if wantsBinary(r) {
+		s.writeProduceBinary(w, r, res)
 		return
 	}
 	out := produceResponse{Offsets: make([]produceOffset, len(res))}

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	tlclient "github.com/tierlog/tierlog/pkg/client"
+)
+
+// defaultURL is where the client commands find the API unless --url or
+// $TIERLOG_URL say otherwise.
+const defaultURL = "http://127.0.0.1:8080"
+
+// clientFlags are the flags every command that talks to a server has.
+type clientFlags struct {
+	url          string
+	binary       bool
+	verbose      bool
+	retryTimeout time.Duration
+}
+
+func addClientFlags(c *cobra.Command, f *clientFlags) {
+	fl := c.Flags()
+	fl.StringVar(&f.url, "url", envDefault("TIERLOG_URL", defaultURL), "base URL of the tierlog API (env TIERLOG_URL)")
+	fl.BoolVar(&f.binary, "binary", false, "send and receive binary batches (application/vnd.tierlog.batch.v1) instead of JSON")
+	fl.DurationVar(&f.retryTimeout, "retry-timeout", 30*time.Second, "keep retrying a request the server could not take (503, connection errors)\nthis long before giving up; 0 never retries")
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log retries and requests to stderr")
+}
+
+// newClient builds the client the flags describe.
+func (f *clientFlags) newClient() (*tlclient.Client, error) {
+	level := slog.LevelError
+	if f.verbose {
+		level = slog.LevelDebug
+	}
+	opts := []tlclient.Option{
+		tlclient.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))),
+		tlclient.WithUserAgent("tierlog-cli"),
+		tlclient.WithBackoff(tlclient.Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second, MaxElapsed: max(f.retryTimeout, 0)}),
+	}
+	if f.binary {
+		opts = append(opts, tlclient.WithFormat(tlclient.Binary))
+	}
+	c, err := tlclient.New(f.url, opts...)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--url: %w", err)}
+	}
+	return c, nil
+}
+
+// usagef is a usage error: exit code 2.
+func usagef(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+// checkArgs wraps a cobra argument validator so that its errors are usage
+// errors (exit 2) with a pointer to --help.
+func checkArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		if err := v(c, args); err != nil {
+			return usageError{fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())}
+		}
+		return nil
+	}
+}
+
+// groupCmd is a command that only holds subcommands: alone it prints its
+// help; with an unknown subcommand it is a usage error.
+func groupCmd(use, short, long string, subs ...*cobra.Command) *cobra.Command {
+	c := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Long:  long,
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return c.Help()
+			}
+			return usagef("unknown command %q for %q (see '%s --help')", args[0], c.CommandPath(), c.CommandPath())
+		},
+	}
+	c.AddCommand(subs...)
+	return c
+}
+
+// requireFlag is a usage error unless the string flag is set.
+func requireFlag(c *cobra.Command, name, value string) error {
+	if value == "" {
+		return usagef("--%s is required (see '%s --help')", name, c.CommandPath())
+	}
+	return nil
+}
+
+// signalContext is cancelled by SIGINT or SIGTERM.
+func signalContext(parent context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(parent, syscall.SIGINT, syscall.SIGTERM)
+}
+
+// requestContext bounds a one-shot API call.
+func requestContext(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, stop := signalContext(parent)
+	tctx, cancel := context.WithTimeout(ctx, time.Minute)
+	return tctx, func() { cancel(); stop() }
+}
+
+// outputFormat validates --format.
+func outputFormat(s string) error {
+	if s != "plain" && s != "json" {
+		return usagef("--format %q: want plain or json", s)
+	}
+	return nil
+}
+
+// unescape turns \t, \n, \r, \0 and \\ in a separator into the bytes they
+// name, so --key-separator '\t' works without shell quoting tricks.
+func unescape(s string) (string, error) {
+	if !strings.Contains(s, `\`) {
+		return s, nil
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' {
+			b.WriteByte(s[i])
+			continue
+		}
+		if i+1 == len(s) {
+			return "", fmt.Errorf("trailing backslash in %q", s)
+		}
+		i++
+		switch s[i] {
+		case 't':
+			b.WriteByte('\t')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case '0':
+			b.WriteByte(0)
+		case '\\':
+			b.WriteByte('\\')
+		default:
+			return "", fmt.Errorf(`unknown escape \%c in %q (known: \t \n \r \0 \\)`, s[i], s)
+		}
+	}
+	return b.String(), nil
+}
+
+// parseTimestamp reads milliseconds since the epoch, or an RFC 3339 time.
+func parseTimestamp(s string) (int64, error) {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if n < 0 {
+			return 0, fmt.Errorf("timestamp %d is negative", n)
+		}
+		return n, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return 0, fmt.Errorf("timestamp %q: want milliseconds since the epoch or RFC 3339 (2025-01-02T15:04:05Z)", s)
+	}
+	return t.UnixMilli(), nil
+}
+
+// isInterrupt reports whether err comes from a cancelled context (SIGINT
+// or SIGTERM through signalContext).
+func isInterrupt(ctx context.Context, err error) bool {
+	return ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, ctx.Err()))
+}
+
+// closeQuietly closes c, ignoring the error (read-only files).
+func closeQuietly(c io.Closer) { _ = c.Close() }

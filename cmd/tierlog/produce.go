@@ -1,0 +1,361 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	tlclient "github.com/tierlog/tierlog/pkg/client"
+)
+
+// progressThreshold is the input size above which produce shows a progress
+// bar (when stderr is a terminal).
+const progressThreshold = 8 << 20
+
+type produceOpts struct {
+	cf           clientFlags
+	topic        string
+	partition    int
+	keySep       string
+	batchRecords int
+	batchBytes   int
+	linger       time.Duration
+	noProgress   bool
+}
+
+func newProduceCmd() *cobra.Command {
+	var o produceOpts
+	c := &cobra.Command{
+		Use:   "produce --topic T [--partition P] [--key-separator SEP] [FILE...]",
+		Short: "Produce records, one per line, from files or stdin",
+		Long: `Produce one record per line of each FILE in turn, or of stdin when there is
+no FILE or FILE is -. The newline ends a record and is not part of it; every
+other byte is kept as is (a carriage return before the newline included), and
+an empty line is an empty record. A last line without a newline is a record
+too. Lines longer than 1 MiB (the record limit) stop the command.
+
+With --key-separator, each line is split at the first SEP into key and value;
+a line without SEP has no key. SEP may use the escapes \t \n \r \0 \\.
+
+Records go to --partition, or else are routed like the server does: by the
+key's hash, round-robin without a key. They are sent in batches per
+partition, in order, retrying while the server answers 503 (a retry after an
+unknown outcome may store a batch twice: there is no idempotent producer
+yet). The command exits 0 when every record was stored, 1 otherwise.`,
+		Example: `  tierlog produce --topic orders --partition 0 orders.txt
+  printf 'k1\thello\nk2\tworld\n' | tierlog produce --topic orders --key-separator '\t'`,
+		Args: checkArgs(cobra.ArbitraryArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runProduce(cmd, o, args)
+		},
+	}
+	addClientFlags(c, &o.cf)
+	f := c.Flags()
+	f.StringVarP(&o.topic, "topic", "t", "", "topic to produce to (required)")
+	f.IntVarP(&o.partition, "partition", "p", 0, "send every record to this partition (default: by key hash, else round-robin)")
+	f.StringVarP(&o.keySep, "key-separator", "K", "", "split each line into key and value at the first SEP")
+	f.IntVar(&o.batchRecords, "batch-records", tlclient.DefaultBatchRecords, "send a partition's batch once it has this many records (1 to 10000)")
+	f.IntVar(&o.batchBytes, "batch-bytes", tlclient.DefaultBatchBytes, "send a partition's batch once its keys and values reach this many bytes")
+	f.DurationVar(&o.linger, "linger", tlclient.DefaultLinger, "send a partition's batch at the latest this long after its first record")
+	f.BoolVar(&o.noProgress, "no-progress", false, "never show a progress bar (shown on large inputs when stderr is a terminal)")
+	return c
+}
+
+// input is one source of lines.
+type input struct {
+	name string
+	r    io.Reader
+	size int64 // -1 if unknown
+	c    io.Closer
+}
+
+func runProduce(cmd *cobra.Command, o produceOpts, args []string) error {
+	if err := requireFlag(cmd, "topic", o.topic); err != nil {
+		return err
+	}
+	pinned := cmd.Flags().Changed("partition")
+	if pinned && o.partition < 0 {
+		return usagef("--partition %d: want 0 or more", o.partition)
+	}
+	sep, err := unescape(o.keySep)
+	if err != nil {
+		return usagef("--key-separator: %v", err)
+	}
+	if cmd.Flags().Changed("key-separator") && sep == "" {
+		return usagef("--key-separator is empty")
+	}
+	switch {
+	case o.batchRecords < 1 || o.batchRecords > tlclient.MaxRecords:
+		return usagef("--batch-records %d: want 1 to %d", o.batchRecords, tlclient.MaxRecords)
+	case o.batchBytes < 1 || o.batchBytes > 4<<20:
+		return usagef("--batch-bytes %d: want 1 to %d", o.batchBytes, 4<<20)
+	case o.linger < 0:
+		return usagef("--linger %v: want 0 or more", o.linger)
+	}
+	// Open every input before producing anything: a missing file stops
+	// the command with nothing sent.
+	inputs, err := openInputs(args, cmd.InOrStdin())
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, in := range inputs {
+			if in.c != nil {
+				closeQuietly(in.c)
+			}
+		}
+	}()
+	cl, err := o.cf.newClient()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signalContext(cmd.Context())
+	defer stop()
+
+	var (
+		failed   atomic.Int64
+		firstMu  sync.Mutex
+		firstErr error
+	)
+	// The bar follows acknowledged input bytes, not bytes read: reading
+	// runs ahead of delivery by up to the producer's buffer.
+	bar := newProgress(inputs, o.noProgress, cmd.ErrOrStderr())
+	p, err := cl.NewProducer(ctx, o.topic,
+		tlclient.WithBatchRecords(o.batchRecords), tlclient.WithBatchBytes(o.batchBytes), tlclient.WithLinger(o.linger),
+		tlclient.WithDeliveryTimeout(max(o.cf.retryTimeout, 0)),
+		tlclient.WithResultCallback(func(rec tlclient.Record, r tlclient.Result) {
+			n := len(rec.Key) + len(rec.Value) + 1
+			if rec.Key != nil {
+				n += len(sep)
+			}
+			bar.add(n)
+			if r.Err != nil {
+				failed.Add(1)
+				firstMu.Lock()
+				if firstErr == nil {
+					firstErr = r.Err
+				}
+				firstMu.Unlock()
+			}
+		}))
+	if err != nil {
+		return err
+	}
+	var sent int64
+	readErr := func() error {
+		for _, in := range inputs {
+			err := readLines(in, func(line []byte) error {
+				rec := tlclient.Record{Value: line}
+				if sep != "" {
+					if k, v, ok := bytes.Cut(line, []byte(sep)); ok {
+						rec.Key, rec.Value = k, v
+					}
+				}
+				if pinned {
+					rec.Partition = tlclient.Partition(o.partition)
+				}
+				if _, err := p.Send(ctx, rec); err != nil {
+					return err
+				}
+				sent++
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}()
+	// Deliver what was sent: up to the retries' limit normally, briefly
+	// after an interrupt.
+	closeCtx, cancel := context.WithTimeout(context.Background(), max(o.cf.retryTimeout, 0)+time.Minute)
+	if ctx.Err() != nil {
+		closeCtx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
+	}
+	defer cancel()
+	closeErr := p.Close(closeCtx)
+	bar.finish()
+	n := failed.Load()
+	switch {
+	case readErr != nil && ctx.Err() != nil:
+		return fmt.Errorf("interrupted after sending %d records (%d failed)", sent, n)
+	case readErr != nil:
+		return fmt.Errorf("%w (%d records sent before, %d of them failed)", readErr, sent, n)
+	case n > 0:
+		return fmt.Errorf("%d of %d records were not stored; first error: %w", n, sent, firstErr)
+	case closeErr != nil:
+		return closeErr
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "tierlog: produced %d records to topic %s\n", sent, o.topic)
+	return nil
+}
+
+func openInputs(args []string, stdin io.Reader) ([]input, error) {
+	if len(args) == 0 {
+		args = []string{"-"}
+	}
+	var ins []input
+	for _, a := range args {
+		if a == "-" {
+			size := int64(-1)
+			if f, ok := stdin.(*os.File); ok {
+				if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+					size = fi.Size()
+				}
+			}
+			ins = append(ins, input{name: "stdin", r: stdin, size: size})
+			continue
+		}
+		f, err := os.Open(a)
+		if err != nil {
+			for _, in := range ins {
+				if in.c != nil {
+					closeQuietly(in.c)
+				}
+			}
+			return nil, err
+		}
+		size := int64(-1)
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			size = fi.Size()
+		}
+		ins = append(ins, input{name: a, r: f, size: size, c: f})
+	}
+	return ins, nil
+}
+
+// readLines calls fn with each line of in, without its newline. Lines are
+// copied into slabs, so fn may keep them. A line whose bytes pass the
+// record limit (plus a separator's worth) is an error naming the line.
+func readLines(in input, fn func([]byte) error) error {
+	br := bufio.NewReaderSize(in.r, 256<<10)
+	const maxLine = tlclient.MaxRecordBytes + 64
+	var (
+		slab []byte
+		long []byte
+		n    int
+	)
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			if len(long)+len(chunk) > maxLine {
+				return fmt.Errorf("%s: line %d is longer than %d bytes, the record limit", in.name, n+1, tlclient.MaxRecordBytes)
+			}
+			long = append(long, chunk...)
+			continue
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("%s: read: %w", in.name, err)
+		}
+		line := chunk
+		if len(long) > 0 {
+			long = append(long, chunk...)
+			line = long
+		}
+		atEOF := err != nil
+		if len(line) == 0 && atEOF {
+			return nil
+		}
+		n++
+		if line[len(line)-1] == '\n' {
+			line = line[:len(line)-1]
+		}
+		if len(line) > maxLine {
+			return fmt.Errorf("%s: line %d is longer than %d bytes, the record limit", in.name, n, tlclient.MaxRecordBytes)
+		}
+		// Copy out of the reader's buffer into a slab (one allocation per
+		// 1 MiB of small lines); a non-nil empty line stays an empty value.
+		if cap(slab)-len(slab) < len(line) {
+			slab = make([]byte, 0, max(len(line), 1<<20))
+		}
+		start := len(slab)
+		slab = append(slab, line...)
+		if err := fn(slab[start:len(slab):len(slab)]); err != nil {
+			return err
+		}
+		long = long[:0]
+		if atEOF {
+			return nil
+		}
+	}
+}
+
+// progress is the optional progress bar over the input bytes. add is
+// called from the producer's sender goroutines.
+type progress struct {
+	w       io.Writer
+	enabled bool
+	total   int64
+
+	mu   sync.Mutex
+	bar  *progressbar.ProgressBar
+	done int64
+}
+
+// newProgress shows a bar when stderr is a terminal and the input is
+// larger than progressThreshold (or, of unknown size, once that much was
+// read).
+func newProgress(ins []input, off bool, w io.Writer) *progress {
+	p := &progress{w: w}
+	f, ok := w.(*os.File)
+	if off || !ok || !term.IsTerminal(int(f.Fd())) {
+		return p
+	}
+	p.enabled = true
+	for _, in := range ins {
+		if in.size < 0 {
+			p.total = -1
+			break
+		}
+		p.total += in.size
+	}
+	if p.total > progressThreshold {
+		p.start(p.total)
+	}
+	return p
+}
+
+func (p *progress) start(total int64) {
+	p.bar = progressbar.NewOptions64(total,
+		progressbar.OptionSetWriter(p.w),
+		progressbar.OptionSetDescription("producing"),
+		progressbar.OptionShowBytes(true),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionClearOnFinish(),
+	)
+}
+
+func (p *progress) add(n int) {
+	if !p.enabled {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done += int64(n)
+	if p.bar == nil && p.total < 0 && p.done > progressThreshold {
+		p.start(-1)
+	}
+	if p.bar != nil {
+		_ = p.bar.Add(n)
+	}
+}
+
+func (p *progress) finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.bar != nil {
+		_ = p.bar.Finish()
+	}
+}

@@ -1,0 +1,217 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	tlclient "github.com/tierlog/tierlog/pkg/client"
+)
+
+func newTopicsCmd() *cobra.Command {
+	return groupCmd("topics", "Create, list, describe and delete topics",
+		`Manage topics on a tierlog server.`,
+		newTopicsCreateCmd(), newTopicsListCmd(), newTopicsDescribeCmd(), newTopicsDeleteCmd())
+}
+
+func newTopicsCreateCmd() *cobra.Command {
+	var (
+		cf     clientFlags
+		spec   tlclient.TopicSpec
+		format string
+		nums   = map[string]*int64{}
+	)
+	c := &cobra.Command{
+		Use:   "create NAME",
+		Short: "Create a topic",
+		Long: `Create a topic. Every setting but the name is optional; the server fills in
+its defaults (1 partition, 7 days retention, unlimited bytes, 16 MiB segments,
+60 s segment time, cleanup policy delete) and the topic is printed as stored.`,
+		Example: `  tierlog topics create orders --partitions 3
+  tierlog topics create audit --retention-ms 86400000 --format json`,
+		Args: checkArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := outputFormat(format); err != nil {
+				return err
+			}
+			spec.Name = args[0]
+			for name, p := range map[string]**int64{
+				"retention-ms": &spec.RetentionMs, "retention-bytes": &spec.RetentionBytes,
+				"segment-bytes": &spec.SegmentBytes, "segment-ms": &spec.SegmentMs,
+			} {
+				if cmd.Flags().Changed(name) {
+					*p = nums[name]
+				}
+			}
+			if cmd.Flags().Changed("partitions") && spec.Partitions < 1 {
+				return usagef("--partitions %d: want at least 1", spec.Partitions)
+			}
+			cl, err := cf.newClient()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := requestContext(cmd.Context())
+			defer cancel()
+			t, err := cl.CreateTopic(ctx, spec)
+			if err != nil {
+				return err
+			}
+			return printTopics(cmd.OutOrStdout(), format, []tlclient.Topic{t})
+		},
+	}
+	addClientFlags(c, &cf)
+	f := c.Flags()
+	f.IntVar(&spec.Partitions, "partitions", 0, "number of partitions (default 1)")
+	for _, n := range []struct{ name, help string }{
+		{"retention-ms", "keep records this many milliseconds (default 604800000)"},
+		{"retention-bytes", "keep at most this many bytes per partition, -1 unlimited (default -1)"},
+		{"segment-bytes", "roll segments at this size, 4 KiB to 1 GiB (default 16777216)"},
+		{"segment-ms", "roll segments after this many milliseconds (default 60000)"},
+	} {
+		nums[n.name] = new(int64)
+		f.Int64Var(nums[n.name], n.name, 0, n.help)
+	}
+	f.StringVar(&spec.CleanupPolicy, "cleanup-policy", "", "cleanup policy (default delete)")
+	f.StringVar(&format, "format", "plain", "output format: plain or json")
+	return c
+}
+
+func newTopicsListCmd() *cobra.Command {
+	var (
+		cf     clientFlags
+		format string
+	)
+	c := &cobra.Command{
+		Use:   "list",
+		Short: "List topics, sorted by name",
+		Args:  checkArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := outputFormat(format); err != nil {
+				return err
+			}
+			cl, err := cf.newClient()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := requestContext(cmd.Context())
+			defer cancel()
+			ts, err := cl.Topics(ctx)
+			if err != nil {
+				return err
+			}
+			return printTopics(cmd.OutOrStdout(), format, ts)
+		},
+	}
+	addClientFlags(c, &cf)
+	c.Flags().StringVar(&format, "format", "plain", "output format: plain or json")
+	return c
+}
+
+func newTopicsDescribeCmd() *cobra.Command {
+	var (
+		cf     clientFlags
+		format string
+	)
+	c := &cobra.Command{
+		Use:   "describe NAME",
+		Short: "Show a topic's settings and each partition's offsets",
+		Args:  checkArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := outputFormat(format); err != nil {
+				return err
+			}
+			cl, err := cf.newClient()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := requestContext(cmd.Context())
+			defer cancel()
+			t, err := cl.Topic(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			offs := make([]tlclient.Offsets, t.Partitions)
+			for p := range offs {
+				if offs[p], err = cl.Offsets(ctx, t.Name, p); err != nil {
+					return err
+				}
+			}
+			w := cmd.OutOrStdout()
+			if format == "json" {
+				type part struct {
+					Partition int `json:"partition"`
+					tlclient.Offsets
+				}
+				out := struct {
+					tlclient.Topic
+					Offsets []part `json:"offsets"`
+				}{Topic: t}
+				for p, o := range offs {
+					out.Offsets = append(out.Offsets, part{p, o})
+				}
+				return writeJSONLine(w, out)
+			}
+			if err := printTopics(w, "plain", []tlclient.Topic{t}); err != nil {
+				return err
+			}
+			fmt.Fprintln(w)
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "PARTITION\tLOG_START_OFFSET\tHIGH_WATERMARK")
+			for p, o := range offs {
+				fmt.Fprintf(tw, "%d\t%d\t%d\n", p, o.LogStartOffset, o.HighWatermark)
+			}
+			return tw.Flush()
+		},
+	}
+	addClientFlags(c, &cf)
+	c.Flags().StringVar(&format, "format", "plain", "output format: plain or json")
+	return c
+}
+
+func newTopicsDeleteCmd() *cobra.Command {
+	var cf clientFlags
+	c := &cobra.Command{
+		Use:   "delete NAME",
+		Short: "Delete a topic and all its records",
+		Args:  checkArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := cf.newClient()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := requestContext(cmd.Context())
+			defer cancel()
+			return cl.DeleteTopic(ctx, args[0])
+		},
+	}
+	addClientFlags(c, &cf)
+	return c
+}
+
+// printTopics prints topics as a table, or one JSON object per line.
+func printTopics(w io.Writer, format string, ts []tlclient.Topic) error {
+	if format == "json" {
+		for _, t := range ts {
+			if err := writeJSONLine(w, t); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tPARTITIONS\tRETENTION_MS\tRETENTION_BYTES\tSEGMENT_BYTES\tSEGMENT_MS\tCLEANUP_POLICY")
+	for _, t := range ts {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\n", t.Name, t.Partitions, t.RetentionMs, t.RetentionBytes, t.SegmentBytes, t.SegmentMs, t.CleanupPolicy)
+	}
+	return tw.Flush()
+}
+
+// writeJSONLine writes v as one line of JSON, HTML characters unescaped.
+func writeJSONLine(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}

@@ -1,0 +1,168 @@
+package api
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/tierlog/tierlog/pkg/broker"
+	"github.com/tierlog/tierlog/pkg/wire"
+)
+
+// Binary batches (docs/api-binary.md, package wire) are negotiated per
+// request and per direction:
+//
+//   - a produce body is binary when its Content-Type is exactly
+//     wire.MediaType (parameters ignored); any other Content-Type, or none,
+//     is JSON as before: curl sends application/x-www-form-urlencoded, and
+//     API.md has no 415;
+//   - a produce or fetch answer is binary when Accept names wire.MediaType
+//     with a q other than 0; "*/*" and anything else answer JSON;
+//   - errors are JSON whatever the Accept, in API.md's shape.
+
+// sendsBinary reports whether the request body is a binary batch.
+func sendsBinary(r *http.Request) bool {
+	ct := r.Header.Get("Content-Type")
+	if !containsFold(ct, wire.MediaType) {
+		return false
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == wire.MediaType
+}
+
+// wantsBinary reports whether the Accept header asks for binary answers.
+func wantsBinary(r *http.Request) bool {
+	for _, h := range r.Header.Values("Accept") {
+		if !containsFold(h, wire.MediaType) {
+			continue
+		}
+		for part := range strings.SplitSeq(h, ",") {
+			mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err != nil || mt != wire.MediaType {
+				continue
+			}
+			if q, ok := params["q"]; ok {
+				if f, err := strconv.ParseFloat(q, 64); err != nil || f <= 0 {
+					continue
+				}
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// containsFold is a cheap pre-check before parsing a media type.
+func containsFold(s, sub string) bool {
+	if len(s) < len(sub) {
+		return false
+	}
+	return strings.Contains(strings.ToLower(s), sub)
+}
+
+// readBody reads the whole body, at most maxBodyBytes (413 beyond). The
+// buffer is not pooled: decoded records alias it and the broker may hold
+// them until its append returns.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	var buf bytes.Buffer
+	if cl := r.ContentLength; cl > 0 && cl <= maxBodyBytes {
+		buf.Grow(int(cl) + bytes.MinRead) // ReadFrom never has to double it
+	}
+	if _, err := buf.ReadFrom(limitBody(w, r)); err != nil {
+		return nil, bodyError(err)
+	}
+	return buf.Bytes(), nil
+}
+
+// readBinaryProduce decodes a binary produce body into the broker's
+// records, with the same rules as readProduce: 1 to 10,000 records, at
+// most 1 MiB each (413), no per-record partition on the partition route.
+func readBinaryProduce(w http.ResponseWriter, r *http.Request, allowPartition bool) ([]broker.ProduceRecord, error) {
+	body, err := readBody(w, r)
+	if err != nil {
+		return nil, err
+	}
+	if len(body) == 0 {
+		return nil, badRequest("request body is empty; want a %s batch", wire.MediaType)
+	}
+	recs, err := wire.DecodeProduceRequest(body)
+	if err != nil {
+		return nil, wireError(err)
+	}
+	if len(recs) == 0 {
+		return nil, badRequest("records is empty: send 1 to %d records", broker.MaxBatchRecords)
+	}
+	out := make([]broker.ProduceRecord, len(recs))
+	for i, rec := range recs {
+		if !allowPartition && rec.Partition >= 0 {
+			return nil, badRequest("records[%d].partition is not allowed here: the partition is in the path", i)
+		}
+		out[i] = broker.ProduceRecord{Key: rec.Key, Value: rec.Value, Partition: int(rec.Partition)}
+	}
+	return out, nil
+}
+
+// wireError classifies a decoding error: over a limit is 413, the rest 400.
+func wireError(err error) error {
+	if errors.Is(err, wire.ErrTooLarge) {
+		return tooLarge("binary batch: %v", err)
+	}
+	return badRequest("binary batch (%s): %v", wire.MediaType, err)
+}
+
+// writeProduceBinary answers a produce in the binary format: one entry per
+// record, failed entries with their classified error.
+func (s *server) writeProduceBinary(w http.ResponseWriter, r *http.Request, res []broker.ProduceResult) {
+	s.writeBinary(w, r, func(dst []byte) ([]byte, error) {
+		return wire.AppendProduceAnswer(dst, len(res), func(i int) wire.Result {
+			pr := &res[i]
+			out := wire.Result{Partition: int32(pr.Partition), Offset: pr.Offset, Timestamp: pr.Timestamp}
+			if pr.Err != nil {
+				e := s.recordError(r, pr.Err)
+				out.ErrCode, out.ErrMessage = e.Code, e.Message
+			}
+			return out
+		})
+	})
+}
+
+// writeFetchBinary answers a fetch in the binary format.
+func (s *server) writeFetchBinary(w http.ResponseWriter, r *http.Request, res broker.FetchResult) {
+	bounds := wire.Bounds{NextOffset: res.NextOffset, HighWatermark: res.HighWatermark, LogStartOffset: res.LogStartOffset}
+	s.writeBinary(w, r, func(dst []byte) ([]byte, error) {
+		return wire.AppendFetchAnswer(dst, bounds, len(res.Records), func(i int) wire.FetchedRecord {
+			rec := &res.Records[i]
+			return wire.FetchedRecord{Offset: rec.Offset, Timestamp: rec.Timestamp, Key: rec.Key, Value: rec.Value}
+		})
+	})
+}
+
+// binPool holds output buffers of binary answers, like bufPool for JSON.
+var binPool = sync.Pool{New: func() any { return new([]byte) }}
+
+// writeBinary encodes a 200 answer into a pooled buffer and sends it.
+// Nothing is written if encoding fails: the client gets a JSON 500.
+func (s *server) writeBinary(w http.ResponseWriter, r *http.Request, encode func([]byte) ([]byte, error)) {
+	bp := binPool.Get().(*[]byte)
+	out, err := encode((*bp)[:0])
+	defer func() {
+		if cap(out) <= maxPooledBuffer {
+			*bp = out[:0]
+			binPool.Put(bp)
+		}
+	}()
+	if err != nil {
+		s.writeError(w, r, fmt.Errorf("encode binary answer: %w", err))
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", wire.MediaType)
+	h.Set("Content-Length", strconv.Itoa(len(out)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(out)
+}

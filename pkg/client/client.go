@@ -1,0 +1,300 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+)
+
+// Format is how produce and fetch bodies travel.
+type Format int
+
+// The formats. JSON is API.md's; Binary is docs/api-binary.md's.
+const (
+	JSON Format = iota
+	Binary
+)
+
+func (f Format) String() string {
+	if f == Binary {
+		return "binary"
+	}
+	return "json"
+}
+
+// Backoff is the retry schedule: exponential from Initial, doubling up to
+// Max, each wait randomised by ±50% (jitter), and never shorter than the
+// server's Retry-After. MaxElapsed bounds the retries of one Client call;
+// 0 turns them off.
+type Backoff struct {
+	Initial    time.Duration
+	Max        time.Duration
+	MaxElapsed time.Duration
+}
+
+// DefaultBackoff is the schedule unless WithBackoff says otherwise.
+var DefaultBackoff = Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second, MaxElapsed: 30 * time.Second}
+
+// maxRetryAfter caps how long a Retry-After header can make a client wait.
+const maxRetryAfter = time.Minute
+
+// maxResponseBytes bounds an answer body the client reads. A fetch answer
+// is at most ~4 MiB of records; a produce answer of 10,000 failed entries
+// with long messages can be larger.
+const maxResponseBytes = 32 << 20
+
+// DefaultSigV4Service is the SigV4 service name of an API Gateway API.
+const DefaultSigV4Service = "execute-api"
+
+// Option configures New.
+type Option func(*config)
+
+type config struct {
+	hc         *http.Client
+	creds      aws.CredentialsProvider
+	region     string
+	service    string
+	log        *slog.Logger
+	format     Format
+	backoff    Backoff
+	userAgent  string
+	backoffSet bool
+}
+
+// WithHTTPClient sets the HTTP client. The default has no overall timeout
+// (calls are bounded by their context; long polls last up to 20 s) and
+// keeps up to 64 idle connections per host, so a producer writing many
+// partitions at once does not reconnect per batch.
+func WithHTTPClient(hc *http.Client) Option { return func(c *config) { c.hc = hc } }
+
+// WithSigV4 signs every request with AWS Signature Version 4 for an
+// IAM-protected API Gateway: credentials from creds (wrapped in an
+// aws.CredentialsCache unless it is one), service "execute-api" (see
+// WithSigV4Service) and region.
+func WithSigV4(creds aws.CredentialsProvider, region string) Option {
+	return func(c *config) { c.creds, c.region = creds, region }
+}
+
+// WithSigV4Service overrides the SigV4 service name ("execute-api"), for
+// example "lambda" for a function URL.
+func WithSigV4Service(service string) Option { return func(c *config) { c.service = service } }
+
+// WithLogger sets the logger for retries and resets (Warn) and requests
+// (Debug). Nil means discard, the default.
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
+
+// WithFormat sets the format of produce and fetch bodies. Default JSON.
+func WithFormat(f Format) Option { return func(c *config) { c.format = f } }
+
+// WithBackoff sets the retry schedule (DefaultBackoff otherwise).
+func WithBackoff(b Backoff) Option { return func(c *config) { c.backoff, c.backoffSet = b, true } }
+
+// WithUserAgent sets the User-Agent header.
+func WithUserAgent(ua string) Option { return func(c *config) { c.userAgent = ua } }
+
+// applyDefaults is the one place defaults are set and options checked.
+func applyDefaults(opts []Option) (config, error) {
+	var c config
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	if c.hc == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = 64
+		c.hc = &http.Client{Transport: tr}
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	if !c.backoffSet {
+		c.backoff = DefaultBackoff
+	}
+	if c.backoff.Initial <= 0 {
+		c.backoff.Initial = DefaultBackoff.Initial
+	}
+	if c.backoff.Max < c.backoff.Initial {
+		c.backoff.Max = max(c.backoff.Initial, DefaultBackoff.Max)
+	}
+	if c.service == "" {
+		c.service = DefaultSigV4Service
+	}
+	if c.userAgent == "" {
+		c.userAgent = "tierlog-go-client"
+	}
+	if c.format != JSON && c.format != Binary {
+		return c, fmt.Errorf("client: unknown format %d", c.format)
+	}
+	if c.creds != nil {
+		if c.region == "" {
+			return c, errors.New("client: SigV4 needs a region")
+		}
+		if _, ok := c.creds.(*aws.CredentialsCache); !ok {
+			c.creds = aws.NewCredentialsCache(c.creds)
+		}
+	}
+	return c, nil
+}
+
+// Client speaks API.md to one server. It is safe for concurrent use.
+type Client struct {
+	base   string // scheme://host[/prefix], no trailing slash
+	cfg    config
+	signer *v4.Signer
+}
+
+// New returns a client of the API at baseURL: "http://127.0.0.1:8080", or
+// an API Gateway stage URL such as "https://id.execute-api.eu-west-1.amazonaws.com/prod".
+func New(baseURL string, opts ...Option) (*Client, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return nil, fmt.Errorf("client: base URL %q: %w", baseURL, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("client: base URL %q: want http:// or https:// and a host", baseURL)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("client: base URL %q: no query or fragment allowed", baseURL)
+	}
+	cfg, err := applyDefaults(opts)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{base: strings.TrimRight(u.String(), "/"), cfg: cfg}
+	if cfg.creds != nil {
+		c.signer = v4.NewSigner()
+	}
+	return c, nil
+}
+
+// Format is the client's body format.
+func (c *Client) Format() Format { return c.cfg.format }
+
+// request is one API call: what to send and what to accept.
+type request struct {
+	method      string
+	path        string // escaped, from /v1 on
+	query       url.Values
+	body        []byte
+	contentType string
+	accept      string
+}
+
+// response is a 2xx answer, read whole.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// transportError is a failure to get an answer: connection refused or
+// reset, a timeout, a body cut short. Retriable; the outcome of a write is
+// unknown.
+type transportError struct {
+	op  string
+	err error
+}
+
+func (e *transportError) Error() string { return fmt.Sprintf("%s: %v", e.op, e.err) }
+func (e *transportError) Unwrap() error { return e.err }
+
+// send makes one attempt. A non-2xx answer is an *Error; a failure to get
+// an answer is a *transportError (or the context's error).
+func (c *Client) send(ctx context.Context, rq *request) (*response, error) {
+	u := c.base + rq.path
+	if len(rq.query) > 0 {
+		u += "?" + rq.query.Encode()
+	}
+	var body io.Reader
+	if rq.body != nil {
+		body = bytes.NewReader(rq.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, rq.method, u, body)
+	if err != nil {
+		return nil, fmt.Errorf("client: %s %s: %w", rq.method, rq.path, err)
+	}
+	if rq.contentType != "" {
+		req.Header.Set("Content-Type", rq.contentType)
+	}
+	if rq.accept != "" {
+		req.Header.Set("Accept", rq.accept)
+	}
+	req.Header.Set("User-Agent", c.cfg.userAgent)
+	if c.signer != nil {
+		if err := c.sign(ctx, req, rq.body); err != nil {
+			return nil, err
+		}
+	}
+	op := rq.method + " " + rq.path
+	start := time.Now()
+	res, err := c.cfg.hc.Do(req)
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, fmt.Errorf("client: %s: %w", op, cerr)
+		}
+		return nil, &transportError{op: op, err: err}
+	}
+	defer res.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(res.Body, maxResponseBytes+1))
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, fmt.Errorf("client: %s: %w", op, cerr)
+		}
+		return nil, &transportError{op: op, err: fmt.Errorf("read answer: %w", err)}
+	}
+	if len(data) > maxResponseBytes {
+		return nil, fmt.Errorf("client: %s: answer larger than %d bytes", op, maxResponseBytes)
+	}
+	c.cfg.log.LogAttrs(ctx, slog.LevelDebug, "request", slog.String("op", op),
+		slog.Int("status", res.StatusCode), slog.Duration("duration", time.Since(start)))
+	if res.StatusCode/100 != 2 {
+		return nil, parseError(op, res, data)
+	}
+	return &response{status: res.StatusCode, header: res.Header, body: data}, nil
+}
+
+// sign adds SigV4 headers (Authorization, X-Amz-Date, and the session
+// token if any) for this attempt; retries sign again with a fresh date.
+func (c *Client) sign(ctx context.Context, req *http.Request, body []byte) error {
+	creds, err := c.cfg.creds.Retrieve(ctx)
+	if err != nil {
+		return fmt.Errorf("client: SigV4 credentials: %w", err)
+	}
+	sum := sha256.Sum256(body)
+	if err := c.signer.SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), c.cfg.service, c.cfg.region, time.Now()); err != nil {
+		return fmt.Errorf("client: SigV4 sign: %w", err)
+	}
+	return nil
+}
+
+// do sends rq once, or, for a call that may be repeated, retries it per
+// the client's backoff.
+func (c *Client) do(ctx context.Context, rq *request, repeatable bool) (*response, error) {
+	if !repeatable || c.cfg.backoff.MaxElapsed <= 0 {
+		return c.send(ctx, rq)
+	}
+	return retry(ctx, c.cfg.backoff, c.cfg.backoff.MaxElapsed, c.cfg.log, func() (*response, error) {
+		return c.send(ctx, rq)
+	})
+}
+
+// isNetError reports whether err looks like a network failure (used for
+// errors that did not come through send).
+func isNetError(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne)
+}

@@ -1,0 +1,477 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+)
+
+// ResetPolicy says where a consumer starts when it has no committed offset
+// and where it goes when its offset is out of range (416).
+type ResetPolicy int
+
+// Reset policies, as Kafka's auto.offset.reset.
+const (
+	// ResetLatest starts at the high watermark: only new records.
+	ResetLatest ResetPolicy = iota
+	// ResetEarliest starts at the log start offset: everything kept.
+	ResetEarliest
+	// ResetNone fails instead: NewConsumer without a start, Poll on 416.
+	ResetNone
+)
+
+func (r ResetPolicy) String() string {
+	switch r {
+	case ResetEarliest:
+		return "earliest"
+	case ResetNone:
+		return "none"
+	}
+	return "latest"
+}
+
+// ErrNoGroup is returned by Commit on a consumer without a group.
+var ErrNoGroup = errors.New("client: consumer has no group")
+
+// DefaultWait is how long one fetch long-polls at the end of the log.
+const DefaultWait = 5 * time.Second
+
+// ConsumerOption configures NewConsumer.
+type ConsumerOption func(*consumerConfig)
+
+type consumerConfig struct {
+	group          string
+	partitions     []int
+	startOffset    *int64
+	startTimestamp *int64
+	reset          ResetPolicy
+	wait           time.Duration
+	maxRecords     int
+	maxBytes       int
+	autoCommit     time.Duration
+	metadata       string
+}
+
+// WithGroup makes the consumer resume from the group's committed offsets
+// and commit to them.
+func WithGroup(group string) ConsumerOption { return func(c *consumerConfig) { c.group = group } }
+
+// WithPartitions limits the consumer to these partitions (default all).
+func WithPartitions(ps ...int) ConsumerOption {
+	return func(c *consumerConfig) { c.partitions = slices.Clone(ps) }
+}
+
+// WithStartOffset starts every partition at offset, whatever the group
+// committed. With ResetNone, NewConsumer refuses an offset out of a
+// partition's bounds (an *Error with code offset_out_of_range).
+func WithStartOffset(offset int64) ConsumerOption {
+	return func(c *consumerConfig) { c.startOffset = &offset }
+}
+
+// WithStartTimestamp starts every partition at its first record with a
+// timestamp at or after ts (ms), whatever the group committed.
+func WithStartTimestamp(ts int64) ConsumerOption {
+	return func(c *consumerConfig) { c.startTimestamp = &ts }
+}
+
+// WithReset sets the reset policy (default ResetLatest).
+func WithReset(r ResetPolicy) ConsumerOption { return func(c *consumerConfig) { c.reset = r } }
+
+// WithWait sets how long one fetch long-polls when there is nothing new
+// (default 5 s, at most 20 s). Records are returned as soon as they are
+// committed, whatever the wait.
+func WithWait(d time.Duration) ConsumerOption { return func(c *consumerConfig) { c.wait = d } }
+
+// WithFetchMax bounds one fetch (server defaults: 500 records, 1 MiB).
+func WithFetchMax(records, bytes int) ConsumerOption {
+	return func(c *consumerConfig) { c.maxRecords, c.maxBytes = records, bytes }
+}
+
+// WithAutoCommit commits the group's positions every interval, and once
+// more on Close (default 0: only Commit commits).
+func WithAutoCommit(interval time.Duration) ConsumerOption {
+	return func(c *consumerConfig) { c.autoCommit = interval }
+}
+
+// WithCommitMetadata sets the metadata string stored with commits.
+func WithCommitMetadata(md string) ConsumerOption { return func(c *consumerConfig) { c.metadata = md } }
+
+// Consumer reads partitions of one topic. One goroutine per partition
+// long-polls ahead (at most one fetched batch waiting per partition); Poll
+// hands the records out and moves each partition's position past them.
+// Positions are what Commit stores, so a restarted consumer of the group
+// resumes after the last record Poll returned: at-least-once.
+//
+// Poll must not be called from two goroutines at once; Commit, Position,
+// Positions and Close may be called from any goroutine.
+type Consumer struct {
+	c       *Client
+	topic   string
+	cfg     consumerConfig
+	parts   []int
+	batches chan fetched
+	ctx     context.Context
+	stop    context.CancelFunc
+	wg      sync.WaitGroup
+	pending []Message // the rest of the last batch; Poll's goroutine only
+
+	mu struct {
+		sync.Mutex
+		pos       map[int]int64
+		committed map[int]int64
+		closed    bool
+	}
+}
+
+// fetched is what a partition's fetcher hands to Poll: records, a reset
+// of its position, or the error that stopped it.
+type fetched struct {
+	partition int
+	msgs      []Message
+	resetTo   int64 // >= 0: the position moved (416 handled)
+	err       error
+}
+
+// NewConsumer starts a consumer of topic. Each partition starts at, in
+// order of precedence: WithStartOffset, WithStartTimestamp, the group's
+// committed offset, the reset policy.
+func (c *Client) NewConsumer(ctx context.Context, topic string, opts ...ConsumerOption) (*Consumer, error) {
+	cfg := consumerConfig{reset: ResetLatest, wait: DefaultWait}
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	if cfg.wait < 0 || cfg.wait > 20*time.Second {
+		return nil, fmt.Errorf("client: consumer wait %v: want 0 to 20s", cfg.wait)
+	}
+	if cfg.reset < ResetLatest || cfg.reset > ResetNone {
+		return nil, fmt.Errorf("client: unknown reset policy %d", cfg.reset)
+	}
+	t, err := c.Topic(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	parts := cfg.partitions
+	if len(parts) == 0 {
+		for p := range t.Partitions {
+			parts = append(parts, p)
+		}
+	}
+	slices.Sort(parts)
+	parts = slices.Compact(parts)
+	for _, p := range parts {
+		if p < 0 || p >= t.Partitions {
+			return nil, &Error{Status: 404, Code: CodePartitionNotFound,
+				Message: fmt.Sprintf("partition %d of topic %q (partitions: %d)", p, topic, t.Partitions)}
+		}
+	}
+	start, err := c.startPositions(ctx, topic, parts, &cfg)
+	if err != nil {
+		return nil, err
+	}
+	kctx, stop := context.WithCancel(context.Background())
+	k := &Consumer{c: c, topic: topic, cfg: cfg, parts: parts, batches: make(chan fetched), ctx: kctx, stop: stop}
+	k.mu.pos = map[int]int64{}
+	k.mu.committed = map[int]int64{}
+	for _, p := range parts {
+		k.mu.pos[p] = start[p]
+		k.wg.Add(1)
+		go k.fetchLoop(p, start[p])
+	}
+	if cfg.autoCommit > 0 && cfg.group != "" {
+		k.wg.Add(1)
+		go k.autoCommitLoop()
+	}
+	return k, nil
+}
+
+// startPositions resolves each partition's first offset.
+func (c *Client) startPositions(ctx context.Context, topic string, parts []int, cfg *consumerConfig) (map[int]int64, error) {
+	start := map[int]int64{}
+	if cfg.startOffset != nil {
+		if *cfg.startOffset < 0 {
+			return nil, fmt.Errorf("client: negative start offset %d", *cfg.startOffset)
+		}
+		for _, p := range parts {
+			start[p] = *cfg.startOffset
+			if cfg.reset != ResetNone {
+				continue
+			}
+			// Nothing to reset to: refuse an offset out of range now,
+			// not at the first fetch.
+			o, err := c.Offsets(ctx, topic, p)
+			if err != nil {
+				return nil, err
+			}
+			if off := *cfg.startOffset; off < o.LogStartOffset || off > o.HighWatermark {
+				return nil, &Error{Status: 416, Code: CodeOffsetOutOfRange, LogStartOffset: o.LogStartOffset, HighWatermark: o.HighWatermark,
+					Message: fmt.Sprintf("start offset %d of topic %q partition %d is out of range [%d, %d]", off, topic, p, o.LogStartOffset, o.HighWatermark)}
+			}
+		}
+		return start, nil
+	}
+	if cfg.startTimestamp != nil {
+		for _, p := range parts {
+			to, err := c.OffsetForTimestamp(ctx, topic, p, *cfg.startTimestamp)
+			if err != nil {
+				return nil, err
+			}
+			start[p] = to.Offset
+		}
+		return start, nil
+	}
+	if cfg.group != "" {
+		gos, err := c.GroupOffsets(ctx, cfg.group, topic)
+		if err != nil {
+			return nil, err
+		}
+		for _, g := range gos {
+			if slices.Contains(parts, g.Partition) {
+				start[g.Partition] = g.Offset
+			}
+		}
+	}
+	for _, p := range parts {
+		if _, ok := start[p]; ok {
+			continue
+		}
+		if cfg.reset == ResetNone {
+			return nil, fmt.Errorf("client: topic %q partition %d: no committed offset for group %q and reset policy none", topic, p, cfg.group)
+		}
+		o, err := c.Offsets(ctx, topic, p)
+		if err != nil {
+			return nil, err
+		}
+		start[p] = o.HighWatermark
+		if cfg.reset == ResetEarliest {
+			start[p] = o.LogStartOffset
+		}
+	}
+	return start, nil
+}
+
+// fetchLoop long-polls one partition from pos on and hands batches to
+// Poll. Retriable errors are retried with backoff; 416 resets per policy;
+// any other error is handed to Poll and stops the partition.
+func (k *Consumer) fetchLoop(part int, pos int64) {
+	defer k.wg.Done()
+	bo := newBackOff(k.c.cfg.backoff)
+	log := k.c.cfg.log.With(slog.String("topic", k.topic), slog.Int("partition", part))
+	opt := FetchOptions{MaxRecords: k.cfg.maxRecords, MaxBytes: k.cfg.maxBytes, Wait: k.cfg.wait}
+	for k.ctx.Err() == nil {
+		res, err := k.c.fetchOnce(k.ctx, k.topic, part, pos, opt)
+		if err != nil {
+			var e *Error
+			switch {
+			case k.ctx.Err() != nil:
+				return
+			case errors.As(err, &e) && e.Code == CodeOffsetOutOfRange && k.cfg.reset != ResetNone:
+				to := e.HighWatermark
+				if k.cfg.reset == ResetEarliest {
+					to = e.LogStartOffset
+				}
+				log.LogAttrs(k.ctx, slog.LevelWarn, "offset out of range; resetting",
+					slog.Int64("offset", pos), slog.Int64("reset_to", to), slog.String("policy", k.cfg.reset.String()))
+				pos = to
+				if !k.hand(fetched{partition: part, resetTo: to}) {
+					return
+				}
+			case IsRetriable(err):
+				if e != nil {
+					bo.hint = e.RetryAfter
+				}
+				wait := bo.NextBackOff()
+				log.LogAttrs(k.ctx, slog.LevelWarn, "fetch failed; retrying", slog.Duration("wait", wait), slog.String("err", err.Error()))
+				if !sleep(k.ctx, wait) {
+					return
+				}
+			default:
+				k.hand(fetched{partition: part, resetTo: -1, err: err})
+				return
+			}
+			continue
+		}
+		bo.Reset()
+		if len(res.Messages) == 0 {
+			if res.NextOffset > pos {
+				pos = res.NextOffset
+			}
+			if opt.Wait == 0 && !sleep(k.ctx, k.c.cfg.backoff.Initial) {
+				return
+			}
+			continue
+		}
+		if !k.hand(fetched{partition: part, msgs: res.Messages, resetTo: -1}) {
+			return
+		}
+		pos = res.NextOffset
+	}
+}
+
+// hand gives f to Poll; false if the consumer is closing.
+func (k *Consumer) hand(f fetched) bool {
+	select {
+	case k.batches <- f:
+		return true
+	case <-k.ctx.Done():
+		return false
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// fetchOnce is one fetch attempt, without Fetch's retries: the consumer
+// retries itself, forever.
+func (c *Client) fetchOnce(ctx context.Context, topic string, partition int, offset int64, opt FetchOptions) (*FetchResult, error) {
+	rq := c.fetchRequest(topic, partition, offset, opt)
+	res, err := c.send(ctx, rq)
+	if err != nil {
+		return nil, err
+	}
+	return decodeFetch(res, partition, rq.method+" "+rq.path)
+}
+
+// Poll waits for records and returns them, at most one fetched batch of
+// one partition per call. It returns ctx's error if ctx ends first, the
+// error that stopped a partition (an unknown topic, or a 416 with
+// ResetNone), or ErrClosed after Close.
+func (k *Consumer) Poll(ctx context.Context) ([]Message, error) { return k.PollN(ctx, 0) }
+
+// PollN is Poll returning at most max records (max <= 0: no limit); the
+// rest wait for the next call, and positions move only past what was
+// returned.
+func (k *Consumer) PollN(ctx context.Context, max int) ([]Message, error) {
+	if k.ctx.Err() != nil {
+		return nil, ErrClosed
+	}
+	for len(k.pending) == 0 {
+		select {
+		case f := <-k.batches:
+			if f.err != nil {
+				return nil, f.err
+			}
+			if f.resetTo >= 0 {
+				k.mu.Lock()
+				k.mu.pos[f.partition] = f.resetTo
+				k.mu.Unlock()
+			}
+			k.pending = f.msgs
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-k.ctx.Done():
+			return nil, ErrClosed
+		}
+	}
+	n := len(k.pending)
+	if max > 0 && max < n {
+		n = max
+	}
+	out := k.pending[:n:n]
+	k.pending = k.pending[n:]
+	last := out[n-1]
+	k.mu.Lock()
+	k.mu.pos[last.Partition] = last.Offset + 1
+	k.mu.Unlock()
+	return out, nil
+}
+
+// Partitions are the partitions the consumer reads, sorted.
+func (k *Consumer) Partitions() []int { return slices.Clone(k.parts) }
+
+// Position is the next offset Poll will return for partition p: the
+// offset after the last record returned (or the start).
+func (k *Consumer) Position(p int) (int64, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	off, ok := k.mu.pos[p]
+	return off, ok
+}
+
+// Positions returns every partition's position.
+func (k *Consumer) Positions() map[int]int64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := make(map[int]int64, len(k.mu.pos))
+	for p, o := range k.mu.pos {
+		out[p] = o
+	}
+	return out
+}
+
+// Commit stores the positions that changed since the last commit as the
+// group's offsets.
+func (k *Consumer) Commit(ctx context.Context) error {
+	if k.cfg.group == "" {
+		return ErrNoGroup
+	}
+	k.mu.Lock()
+	var offs []GroupOffset
+	for _, p := range k.parts {
+		pos := k.mu.pos[p]
+		if c, ok := k.mu.committed[p]; ok && c == pos {
+			continue
+		}
+		offs = append(offs, GroupOffset{Topic: k.topic, Partition: p, Offset: pos, Metadata: k.cfg.metadata})
+	}
+	k.mu.Unlock()
+	if len(offs) == 0 {
+		return nil
+	}
+	if err := k.c.CommitGroupOffsets(ctx, k.cfg.group, offs); err != nil {
+		return err
+	}
+	k.mu.Lock()
+	for _, o := range offs {
+		k.mu.committed[o.Partition] = o.Offset
+	}
+	k.mu.Unlock()
+	return nil
+}
+
+func (k *Consumer) autoCommitLoop() {
+	defer k.wg.Done()
+	t := time.NewTicker(k.cfg.autoCommit)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			if err := k.Commit(k.ctx); err != nil && k.ctx.Err() == nil {
+				k.c.cfg.log.LogAttrs(k.ctx, slog.LevelWarn, "auto-commit failed", slog.String("group", k.cfg.group), slog.String("err", err.Error()))
+			}
+		case <-k.ctx.Done():
+			return
+		}
+	}
+}
+
+// Close stops the fetchers and, with auto-commit on, commits the
+// positions one last time (bounded by ctx).
+func (k *Consumer) Close(ctx context.Context) error {
+	k.mu.Lock()
+	if k.mu.closed {
+		k.mu.Unlock()
+		return nil
+	}
+	k.mu.closed = true
+	k.mu.Unlock()
+	k.stop()
+	k.wg.Wait()
+	if k.cfg.autoCommit > 0 && k.cfg.group != "" {
+		return k.Commit(ctx)
+	}
+	return nil
+}

@@ -1,0 +1,238 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tierlog/tierlog/pkg/client"
+)
+
+// produceN writes values "prefix-i" for i in [from, to) to partition p.
+func produceN(t *testing.T, c *client.Client, topic string, p, from, to int, prefix string) {
+	t.Helper()
+	var recs []client.Record
+	for i := from; i < to; i++ {
+		recs = append(recs, client.Record{Value: fmt.Appendf(nil, "%s-%d", prefix, i)})
+	}
+	if _, err := c.ProduceTo(ctxT(t), topic, p, recs); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+}
+
+// pollUntil polls until n records arrived, failing after a deadline.
+func pollUntil(t *testing.T, k *client.Consumer, n int) []client.Message {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	var out []client.Message
+	for len(out) < n {
+		msgs, err := k.PollN(ctx, n-len(out))
+		if err != nil {
+			t.Fatalf("poll after %d of %d records: %v", len(out), n, err)
+		}
+		out = append(out, msgs...)
+	}
+	return out
+}
+
+// TestConsumerResume consumes a partitioned topic in three sessions of one
+// group, each stopping part way and committing: together they must read
+// every record exactly once, in order per partition.
+func TestConsumerResume(t *testing.T) {
+	t.Parallel()
+	eachFormat(t, func(t *testing.T, f client.Format) {
+		s := newServer(t, nil)
+		c := s.client(client.WithFormat(f))
+		createTopic(t, c, "res", 2)
+		for p := range 2 {
+			produceN(t, c, "res", p, 0, 150, fmt.Sprintf("p%d", p))
+		}
+		ctx := ctxT(t)
+		got := map[int][]string{}
+		for session, take := range []int{70, 100, 130} {
+			opts := []client.ConsumerOption{client.WithGroup("g"), client.WithReset(client.ResetEarliest), client.WithWait(100 * time.Millisecond), client.WithFetchMax(40, 0)}
+			if session == 1 {
+				opts = append(opts, client.WithAutoCommit(time.Hour)) // committed by Close
+			}
+			k, err := c.NewConsumer(ctx, "res", opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range pollUntil(t, k, take) {
+				got[m.Partition] = append(got[m.Partition], string(m.Value))
+			}
+			if session != 1 {
+				if err := k.Commit(ctx); err != nil {
+					t.Fatalf("commit: %v", err)
+				}
+			}
+			if err := k.Close(ctx); err != nil {
+				t.Fatalf("close: %v", err)
+			}
+			if _, err := k.Poll(ctx); !errors.Is(err, client.ErrClosed) {
+				t.Fatalf("poll after close: %v", err)
+			}
+		}
+		for p := range 2 {
+			if len(got[p]) != 150 {
+				t.Fatalf("partition %d: read %d records, want 150", p, len(got[p]))
+			}
+			for i, v := range got[p] {
+				if want := fmt.Sprintf("p%d-%d", p, i); v != want {
+					t.Fatalf("partition %d record %d: %s, want %s", p, i, v, want)
+				}
+			}
+		}
+		gos, err := c.GroupOffsets(ctx, "g", "res")
+		if err != nil || len(gos) != 2 || gos[0].Offset != 150 || gos[1].Offset != 150 || gos[0].Lag != 0 {
+			t.Fatalf("final group offsets: %+v %v", gos, err)
+		}
+		// A consumer with no group commits nothing.
+		k, err := c.NewConsumer(ctx, "res", client.WithReset(client.ResetEarliest))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := k.Commit(ctx); !errors.Is(err, client.ErrNoGroup) {
+			t.Fatalf("commit without group: %v", err)
+		}
+		k.Close(ctx)
+	})
+}
+
+// TestConsumerFollow long-polls at the end of the log: records produced
+// later arrive promptly, and an idle consumer sends few requests.
+func TestConsumerFollow(t *testing.T) {
+	t.Parallel()
+	var fetches atomic.Int64
+	s := newServer(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == "GET" && strings.HasSuffix(r.URL.Path, "/records") {
+				fetches.Add(1)
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	c := s.client(client.WithFormat(client.Binary))
+	createTopic(t, c, "tail", 1)
+	produceN(t, c, "tail", 0, 0, 5, "old")
+	ctx := ctxT(t)
+	k, err := c.NewConsumer(ctx, "tail", client.WithWait(10*time.Second)) // latest: skips "old"
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close(ctx)
+	if pos, _ := k.Position(0); pos != 5 {
+		t.Fatalf("latest start at %d, want 5", pos)
+	}
+	time.Sleep(300 * time.Millisecond) // the fetcher is parked in a long poll
+	start := time.Now()
+	produceN(t, c, "tail", 0, 0, 3, "new")
+	msgs := pollUntil(t, k, 3)
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("records arrived after %v of a 10 s long poll", d)
+	}
+	for i, m := range msgs {
+		if string(m.Value) != fmt.Sprintf("new-%d", i) || m.Offset != int64(5+i) {
+			t.Fatalf("message %d: %q at %d", i, m.Value, m.Offset)
+		}
+	}
+	if n := fetches.Load(); n > 6 {
+		t.Fatalf("%d fetches for one long-polled batch: the consumer spins", n)
+	}
+}
+
+// TestConsumerReset416 starts beyond the high watermark: earliest and
+// latest reset, none reports the server's 416.
+func TestConsumerReset416(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, nil)
+	c := s.client()
+	createTopic(t, c, "oor", 1)
+	produceN(t, c, "oor", 0, 0, 10, "v")
+	ctx := ctxT(t)
+
+	k, err := c.NewConsumer(ctx, "oor", client.WithStartOffset(1000), client.WithReset(client.ResetEarliest), client.WithWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := pollUntil(t, k, 10)
+	if msgs[0].Offset != 0 || string(msgs[9].Value) != "v-9" {
+		t.Fatalf("earliest reset read %d..%d", msgs[0].Offset, msgs[len(msgs)-1].Offset)
+	}
+	k.Close(ctx)
+
+	k, err = c.NewConsumer(ctx, "oor", client.WithStartOffset(1000), client.WithReset(client.ResetLatest), client.WithWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		produceN(t, c, "oor", 0, 10, 11, "v")
+	}()
+	msgs = pollUntil(t, k, 1)
+	if msgs[0].Offset != 10 || string(msgs[0].Value) != "v-10" {
+		t.Fatalf("latest reset read %q at %d", msgs[0].Value, msgs[0].Offset)
+	}
+	if pos, _ := k.Position(0); pos != 11 {
+		t.Fatalf("position %d after reading offset 10", pos)
+	}
+	k.Close(ctx)
+
+	// With ResetNone an explicit start out of range is refused at once...
+	_, err = c.NewConsumer(ctx, "oor", client.WithStartOffset(1000), client.WithReset(client.ResetNone))
+	var e *client.Error
+	if !errors.As(err, &e) || e.Status != 416 || e.HighWatermark != 11 {
+		t.Fatalf("reset none, explicit start: %v", err)
+	}
+	// ...and a committed offset that no longer exists (the topic was
+	// re-created) fails Poll with the server's 416.
+	if err := c.CommitGroupOffsets(ctx, "stale", []client.GroupOffset{{Topic: "oor", Partition: 0, Offset: 11}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteTopic(ctx, "oor"); err != nil {
+		t.Fatal(err)
+	}
+	createTopic(t, c, "oor", 1)
+	k, err = c.NewConsumer(ctx, "oor", client.WithGroup("stale"), client.WithReset(client.ResetNone))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close(ctx)
+	_, err = k.Poll(ctx)
+	if !errors.As(err, &e) || e.Status != 416 || e.HighWatermark != 0 || e.Code != client.CodeOffsetOutOfRange {
+		t.Fatalf("reset none, stale group offset: %v", err)
+	}
+	// A group with nothing committed and reset none cannot start.
+	if _, err := c.NewConsumer(ctx, "oor", client.WithGroup("fresh"), client.WithReset(client.ResetNone)); err == nil {
+		t.Fatal("reset none without a committed offset started")
+	}
+}
+
+// TestConsumerStartTimestamp starts from a timestamp.
+func TestConsumerStartTimestamp(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, nil)
+	c := s.client()
+	createTopic(t, c, "ts", 1)
+	produceN(t, c, "ts", 0, 0, 3, "before")
+	time.Sleep(20 * time.Millisecond)
+	mark := time.Now().UnixMilli()
+	time.Sleep(20 * time.Millisecond)
+	produceN(t, c, "ts", 0, 3, 5, "after")
+	ctx := ctxT(t)
+	k, err := c.NewConsumer(ctx, "ts", client.WithStartTimestamp(mark))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close(ctx)
+	msgs := pollUntil(t, k, 2)
+	if msgs[0].Offset != 3 || string(msgs[0].Value) != "after-3" {
+		t.Fatalf("start at timestamp read %q at %d", msgs[0].Value, msgs[0].Offset)
+	}
+}

@@ -1,0 +1,174 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Error codes of API.md. A server may add codes; switch with a default.
+const (
+	CodeInvalidRequest    = "invalid_request"
+	CodeTopicNotFound     = "topic_not_found"
+	CodePartitionNotFound = "partition_not_found"
+	CodeNotFound          = "not_found"
+	CodeMethodNotAllowed  = "method_not_allowed"
+	CodeTopicExists       = "topic_exists"
+	CodePayloadTooLarge   = "payload_too_large"
+	CodeOffsetOutOfRange  = "offset_out_of_range"
+	CodeUnavailable       = "unavailable"
+	CodeInternal          = "internal"
+)
+
+// Error is an error answer of the API, or the error of one record of a
+// produce answer (Status is then the status API.md gives its code).
+type Error struct {
+	// Status is the HTTP status.
+	Status int
+	// Code is API.md's error code, or "" when the answer was not in
+	// API.md's shape (for example API Gateway's own 403).
+	Code string
+	// Message is the server's message.
+	Message string
+	// RetryAfter is the Retry-After header, 0 if absent.
+	RetryAfter time.Duration
+	// RequestID is the X-Request-Id header, for the server's log.
+	RequestID string
+	// Op is the request, as "GET /v1/topics/t".
+	Op string
+	// LogStartOffset and HighWatermark are the partition bounds an
+	// offset_out_of_range answer carries (valid when Code says so).
+	LogStartOffset int64
+	HighWatermark  int64
+}
+
+func (e *Error) Error() string {
+	code := e.Code
+	if code == "" {
+		code = http.StatusText(e.Status)
+	}
+	if e.Op == "" {
+		return fmt.Sprintf("%s (%s)", e.Message, code)
+	}
+	return fmt.Sprintf("%s (HTTP %d %s on %s)", e.Message, e.Status, code, e.Op)
+}
+
+// IsRetriable reports whether the request may succeed if sent again: 503
+// unavailable, and what gateways answer for the same situations (429 too
+// many requests, 502 bad gateway, 504 gateway timeout). For a produce the
+// first attempt may have been committed: see the package doc on
+// duplicates.
+func (e *Error) IsRetriable() bool {
+	switch e.Status {
+	case http.StatusServiceUnavailable, http.StatusTooManyRequests, http.StatusBadGateway, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// IsRetriable reports whether err is worth retrying: a retriable *Error,
+// or a failure to get an answer at all (connection refused or reset, a
+// body cut short). A cancelled or expired context is not.
+func IsRetriable(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.IsRetriable()
+	}
+	var te *transportError
+	return errors.As(err, &te) || isNetError(err)
+}
+
+// IsCode reports whether err is an *Error with API.md code code.
+func IsCode(err error, code string) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == code
+}
+
+// statusOf is the status API.md gives a code, for per-record errors.
+func statusOf(code string) int {
+	switch code {
+	case CodeInvalidRequest:
+		return http.StatusBadRequest
+	case CodeTopicNotFound, CodePartitionNotFound, CodeNotFound:
+		return http.StatusNotFound
+	case CodeMethodNotAllowed:
+		return http.StatusMethodNotAllowed
+	case CodeTopicExists:
+		return http.StatusConflict
+	case CodePayloadTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case CodeOffsetOutOfRange:
+		return http.StatusRequestedRangeNotSatisfiable
+	case CodeUnavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// parseError builds the *Error of a non-2xx answer: API.md's shape, or
+// API Gateway's {"message":...}, or the body as text.
+func parseError(op string, res *http.Response, body []byte) *Error {
+	e := &Error{
+		Status:     res.StatusCode,
+		Op:         op,
+		RequestID:  res.Header.Get("X-Request-Id"),
+		RetryAfter: parseRetryAfter(res.Header.Get("Retry-After"), time.Now()),
+	}
+	var api struct {
+		Error *struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+		Message        *string `json:"message"`
+		LogStartOffset int64   `json:"log_start_offset"`
+		HighWatermark  int64   `json:"high_watermark"`
+	}
+	switch {
+	case json.Unmarshal(body, &api) == nil && api.Error != nil:
+		e.Code, e.Message = api.Error.Code, api.Error.Message
+		e.LogStartOffset, e.HighWatermark = api.LogStartOffset, api.HighWatermark
+	case api.Message != nil:
+		e.Message = *api.Message
+	default:
+		e.Message = strings.TrimSpace(cutText(body, 512))
+	}
+	if e.Message == "" {
+		e.Message = http.StatusText(res.StatusCode)
+	}
+	return e
+}
+
+// parseRetryAfter reads delay-seconds or an HTTP date; 0 if absent or
+// unreadable, capped at maxRetryAfter.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+		d = time.Duration(max(n, 0)) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = max(t.Sub(now), 0)
+	}
+	return min(d, maxRetryAfter)
+}
+
+// cutText returns b as text, at most n bytes, without splitting a rune.
+func cutText(b []byte, n int) string {
+	if len(b) > n {
+		for n > 0 && !utf8.RuneStart(b[n]) {
+			n--
+		}
+		return string(b[:n]) + "..."
+	}
+	return string(b)
+}
