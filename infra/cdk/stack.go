@@ -44,7 +44,7 @@ import (
 //	produce    read + write               ListBucket GetObject DeleteObject ClientMount ClientWrite InvokeFunction (compactor)
 //	fetch      read                       ListBucket GetObject              ClientMount
 //	compactor  read + write               ListBucket GetObject PutObject    ClientMount ClientWrite
-//	                                      DeleteObject
+//	                                      AbortMultipartUpload DeleteObject
 //
 // with read = GetItem BatchGetItem Query and write = PutItem UpdateItem
 // DeleteItem: what pkg/meta/dynamo calls (it never Scans, and uses no
@@ -234,7 +234,7 @@ func NewTierlogStack(scope constructs.Construct, id *string, props *TierlogStack
 	// VPC as an exfiltration path even to a role with broader rights.
 	s3Endpoint.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
-		Actions:    jsii.Strings("s3:ListBucket", "s3:GetObject", "s3:PutObject", "s3:DeleteObject"),
+		Actions:    jsii.Strings("s3:ListBucket", "s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload", "s3:DeleteObject"),
 		Resources:  &[]*string{bucket.BucketArn(), bucket.ArnForObjects(jsii.String("*"))},
 	}))
 	dynamoEndpoint.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
@@ -386,7 +386,9 @@ func NewTierlogStack(scope constructs.Construct, id *string, props *TierlogStack
 
 	allow(compactor, tableRW, table.TableArn())
 	allow(compactor, []string{"s3:ListBucket"}, bucket.BucketArn())
-	allow(compactor, []string{"s3:GetObject", "s3:PutObject", "s3:DeleteObject"}, objects)
+	// Artifacts over the multipart threshold are uploaded in parts; a
+	// failed upload is aborted so no parts linger.
+	allow(compactor, []string{"s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload", "s3:DeleteObject"}, objects)
 
 	if cfg.CompactorInvokeEndpoint {
 		// Exactly the function, not GrantInvoke's "<arn>:*" (versions and

@@ -211,7 +211,7 @@ func TestVPCIsolatedWithGatewayEndpoints(t *testing.T) {
 			"PolicyDocument": map[string]any{"Statement": []any{map[string]any{
 				"Effect":    "Allow",
 				"Principal": map[string]any{"AWS": "*"},
-				"Action":    []any{"s3:ListBucket", "s3:GetObject", "s3:PutObject", "s3:DeleteObject"},
+				"Action":    []any{"s3:ListBucket", "s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload", "s3:DeleteObject"},
 				"Resource": []any{getAtt(bucket, "Arn"),
 					map[string]any{"Fn::Join": []any{"", []any{getAtt(bucket, "Arn"), "/*"}}}},
 			}}},
@@ -588,7 +588,7 @@ func TestFunctionPolicies(t *testing.T) {
 		})),
 		"Fetch": with(nil),
 		"Compactor": with(mergeGrants(writeTable, map[string][]string{
-			"s3:PutObject": {"objects"}, "s3:DeleteObject": {"objects"},
+			"s3:PutObject": {"objects"}, "s3:AbortMultipartUpload": {"objects"}, "s3:DeleteObject": {"objects"},
 		})),
 	}
 	vpcAccess := map[string]any{"Fn::Join": []any{"", []any{
