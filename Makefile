@@ -3,7 +3,7 @@ GO       ?= go
 LISTEN   ?= 127.0.0.1:8080
 DATA_DIR ?= ./.tierlog
 
-.PHONY: run test vet fmt-check build bench bench-all clean
+.PHONY: run test vet fmt-check build build-functions bench bench-all clean
 
 ## run: start tierlog locally on the embedded default (no AWS needed)
 run:
@@ -26,16 +26,30 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-## build: the tierlog binary into bin/
-build:
+## build: the tierlog binary into bin/ and the Lambda function zips into dist/
+build: build-functions
 	$(GO) build -o bin/tierlog ./cmd/tierlog
+
+# The Lambda functions: linux/arm64 for provided.al2023, static, without the
+# aws-lambda-go RPC path. LAMBDA_TAGS=lambda.norpc,noxray leaves X-Ray out.
+FUNCTIONS     := produce fetch compactor
+LAMBDA_GOARCH ?= arm64
+LAMBDA_TAGS   ?= lambda.norpc
+DIST_DIR      ?= dist
+
+## build-functions: dist/produce.zip, dist/fetch.zip, dist/compactor.zip, each holding a `bootstrap`
+build-functions:
+	@mkdir -p $(DIST_DIR)/bin
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(LAMBDA_GOARCH) $(GO) build -tags $(LAMBDA_TAGS) -trimpath -ldflags "-s -w" \
+		-o $(DIST_DIR)/bin/ $(addprefix ./functions/,$(FUNCTIONS))
+	$(GO) run ./tools/zipbin -name bootstrap $(foreach f,$(FUNCTIONS),$(DIST_DIR)/$(f).zip=$(DIST_DIR)/bin/$(f))
 
 ## bench: the storage benchmarks (segment append vs raw write+fsync, reads)
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2s -count 3 ./pkg/segment ./pkg/meta/... ./pkg/api
 
 clean:
-	rm -rf bin $(DATA_DIR)
+	rm -rf bin $(DIST_DIR) $(DATA_DIR)
 
 ## ---- infra/cdk (its own Go module; see infra/cdk/README.md) ----
 CDK_DIR  ?= infra/cdk

@@ -18,6 +18,9 @@
 //     epoch is older than the partition's (no commit can ever name them).
 //  4. Cold cleanup: artifacts and catalog entries below the log start.
 //
+// Each partition pass and each of its steps runs in a span of the context's
+// tracer (package trace; none by default).
+//
 // Every step is idempotent and ordered so that a crash anywhere leaves
 // state a re-run converges from: an uploaded artifact without a catalog
 // entry is found again by put-if-absent; a catalog entry without the cold
@@ -43,6 +46,7 @@ import (
 	"github.com/tierlog/tierlog/pkg/partition"
 	"github.com/tierlog/tierlog/pkg/segment"
 	"github.com/tierlog/tierlog/pkg/tier"
+	"github.com/tierlog/tierlog/pkg/trace"
 )
 
 // Steps a test can crash at (Config.Hook).
@@ -152,7 +156,15 @@ func (c *Compactor) hook(step string, k meta.PartitionKey, base int64) error {
 }
 
 // Partition makes one pass over one partition.
-func (c *Compactor) Partition(ctx context.Context, t meta.TopicConfig, p int) (Stats, error) {
+func (c *Compactor) Partition(ctx context.Context, t meta.TopicConfig, p int) (st Stats, err error) {
+	err = trace.Capture(ctx, trace.SpanCompactPart, func(ctx context.Context) error {
+		st, err = c.partition(ctx, t, p)
+		return err
+	})
+	return st, err
+}
+
+func (c *Compactor) partition(ctx context.Context, t meta.TopicConfig, p int) (Stats, error) {
 	k := meta.PartitionKey{Topic: t.Name, TopicID: t.ID, Partition: p}
 	st := Stats{Partitions: 1}
 	item, err := c.cfg.Meta.Partition(ctx, k)
@@ -172,7 +184,11 @@ func (c *Compactor) Partition(ctx context.Context, t meta.TopicConfig, p int) (S
 		}
 		if s.NextOffset > item.LogStartOffset {
 			start := time.Now()
-			n, err := c.finalize(ctx, k, dir, s)
+			var n int64
+			err := trace.Capture(ctx, trace.SpanFinalize, func(ctx context.Context) (err error) {
+				n, err = c.finalize(ctx, k, dir, s)
+				return err
+			})
 			if err != nil {
 				return st, err
 			}
@@ -201,7 +217,10 @@ func (c *Compactor) Partition(ctx context.Context, t meta.TopicConfig, p int) (S
 	// 2. Retention.
 	logStart := item.LogStartOffset
 	if ns := c.retain(t, item, coldEnd, catalog); ns > logStart {
-		if err := c.cfg.Meta.AdvanceLogStart(ctx, k, ns); err != nil {
+		err := trace.Capture(ctx, trace.SpanRetention, func(ctx context.Context) error {
+			return c.cfg.Meta.AdvanceLogStart(ctx, k, ns)
+		})
+		if err != nil {
 			return st, fmt.Errorf("advance log start: %w", err)
 		}
 		c.cfg.Logger.Info("retention advanced log start", "topic", t.Name, "partition", p, "from", logStart, "to", ns)
@@ -216,29 +235,38 @@ func (c *Compactor) Partition(ctx context.Context, t meta.TopicConfig, p int) (S
 	}
 
 	// 3. Hot cleanup.
-	n, err := c.cleanHot(k, dir, item, coldEnd, logStart, catalog)
-	st.HotFilesDeleted += n
+	err = trace.Capture(ctx, trace.SpanHotCleanup, func(context.Context) error {
+		n, err := c.cleanHot(k, dir, item, coldEnd, logStart, catalog)
+		st.HotFilesDeleted += n
+		return err
+	})
 	if err != nil {
 		return st, err
 	}
 
 	// 4. Cold cleanup below the log start.
-	for _, e := range catalog {
-		if e.NextOffset > logStart {
-			break
-		}
-		if err := c.cfg.Objects.Delete(ctx, e.Key); err != nil {
-			return st, fmt.Errorf("delete %s: %w", e.Key, err)
-		}
-		if err := c.hook(StepColdDeleted, k, e.Base); err != nil {
-			return st, err
-		}
-		if err := c.cfg.Meta.DeleteSegment(ctx, k, e); err != nil {
-			return st, fmt.Errorf("delete catalog entry %d: %w", e.Base, err)
-		}
-		st.ObjectsDeleted++
+	if len(catalog) == 0 || catalog[0].NextOffset > logStart {
+		return st, nil // nothing to delete: no span
 	}
-	return st, nil
+	err = trace.Capture(ctx, trace.SpanColdCleanup, func(ctx context.Context) error {
+		for _, e := range catalog {
+			if e.NextOffset > logStart {
+				break
+			}
+			if err := c.cfg.Objects.Delete(ctx, e.Key); err != nil {
+				return fmt.Errorf("delete %s: %w", e.Key, err)
+			}
+			if err := c.hook(StepColdDeleted, k, e.Base); err != nil {
+				return err
+			}
+			if err := c.cfg.Meta.DeleteSegment(ctx, k, e); err != nil {
+				return fmt.Errorf("delete catalog entry %d: %w", e.Base, err)
+			}
+			st.ObjectsDeleted++
+		}
+		return nil
+	})
+	return st, err
 }
 
 // finalize uploads sealed segment s and records it in the catalog. It

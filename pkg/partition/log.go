@@ -36,6 +36,12 @@
 // committed length. Files are re-opened per read (close-to-open consistency
 // on NFS).
 //
+// # Tracing
+//
+// The lease acquire, the append with its fsync and the commit each run in a
+// span of the context's tracer (package trace; none by default). A grouped
+// flush runs under the context of the request that leads it.
+//
 // # Concurrency
 //
 // A Log is safe for concurrent use. Lock order: Log.wmu (the writer, held by
@@ -47,15 +53,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/tierlog/tierlog/pkg/index"
 	"github.com/tierlog/tierlog/pkg/meta"
 	"github.com/tierlog/tierlog/pkg/metrics"
 	"github.com/tierlog/tierlog/pkg/segment"
+	"github.com/tierlog/tierlog/pkg/trace"
 )
 
 var (
@@ -185,8 +194,17 @@ type Log struct {
 	sealed  bool           // the state being written seals a segment
 
 	committed atomic.Pointer[view]
-	notifyMu  sync.Mutex
-	notify    chan struct{} // closed and replaced on every commit
+
+	// Parsed indexes of segments, by the committed length they were read
+	// for: entries below a committed length never change, so a fetch
+	// re-reads a segment's index files only when its committed length has
+	// grown well past what the cache covers.
+	idx struct {
+		sync.Mutex
+		m map[segment.ID]*cachedIndex
+	}
+	notifyMu sync.Mutex
+	notify   chan struct{} // closed and replaced on every commit
 }
 
 type pending struct {
@@ -314,13 +332,18 @@ func (l *Log) write(ctx context.Context, batch []*pending) ([]Appended, error) {
 			next++
 		}
 	}
-	if err := l.w.Append(recs); err != nil {
+	err := trace.Capture(ctx, trace.SpanAppendFsync, func(context.Context) error {
+		if err := l.w.Append(recs); err != nil {
+			return fmt.Errorf("%w: append: %w", ErrUnavailable, err)
+		}
+		if err := l.w.Sync(); err != nil {
+			return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		return nil
+	})
+	if err != nil {
 		l.dropWriter(ctx)
-		return nil, fmt.Errorf("%w: append: %w", ErrUnavailable, err)
-	}
-	if err := l.w.Sync(); err != nil {
-		l.dropWriter(ctx)
-		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return nil, err
 	}
 	ws := l.w.State()
 	act := *st.Active
@@ -332,7 +355,10 @@ func (l *Log) write(ctx context.Context, batch []*pending) ([]Appended, error) {
 	st.NextOffset = next
 	st.LastTS = ts
 	release := !l.cfg.HoldLease
-	if err := l.cfg.Meta.Commit(ctx, st, release, l.cfg.Now(), l.cfg.LeaseTTL); err != nil {
+	err = trace.Capture(ctx, trace.SpanCommit, func(ctx context.Context) error {
+		return l.cfg.Meta.Commit(ctx, st, release, l.cfg.Now(), l.cfg.LeaseTTL)
+	})
+	if err != nil {
 		if errors.Is(err, meta.ErrFenced) {
 			l.cfg.Metrics.Conflict()
 		}
@@ -363,7 +389,11 @@ func (l *Log) ensureWriter(ctx context.Context) error {
 	if l.holding && l.w != nil {
 		return nil
 	}
-	a, err := l.cfg.Meta.Acquire(ctx, l.cfg.Key, l.cfg.Owner, l.cfg.Now(), l.cfg.LeaseTTL)
+	var a meta.Acquired
+	err := trace.Capture(ctx, trace.SpanAcquire, func(ctx context.Context) (err error) {
+		a, err = l.cfg.Meta.Acquire(ctx, l.cfg.Key, l.cfg.Owner, l.cfg.Now(), l.cfg.LeaseTTL)
+		return err
+	})
 	if err != nil {
 		if errors.Is(err, meta.ErrLeaseHeld) {
 			l.cfg.Metrics.Conflict()
@@ -617,7 +647,7 @@ func (l *Log) read(v *view, offset int64, maxRecords, maxBytes int) ([]segment.R
 			continue
 		}
 		id := segment.ID{Base: s.Base, Epoch: s.Epoch}
-		r, c, err := segment.OpenReader(l.cfg.Dir, id, s.Size, l.cfg.FS)
+		r, c, err := l.openReader(id, s.Size)
 		if err != nil {
 			return out, fmt.Errorf("%w: %w", ErrCorrupt, err)
 		}
@@ -698,7 +728,7 @@ func (l *Log) OffsetForTime(ctx context.Context, ts int64) (offset, timestamp in
 			continue
 		}
 		id := segment.ID{Base: s.Base, Epoch: s.Epoch}
-		r, c, err := segment.OpenReader(l.cfg.Dir, id, s.Size, l.cfg.FS)
+		r, c, err := l.openReader(id, s.Size)
 		if err != nil {
 			return 0, 0, false, fmt.Errorf("%w: %w", ErrCorrupt, err)
 		}
@@ -712,4 +742,39 @@ func (l *Log) OffsetForTime(ctx context.Context, ts int64) (offset, timestamp in
 		}
 	}
 	return v.hw, 0, false, nil
+}
+
+type cachedIndex struct {
+	limit int64
+	offs  index.Offsets
+	times index.Times
+}
+
+// indexStale is how far a segment may grow past its cached index before a
+// read parses the index files again; meanwhile reads scan a little more.
+const indexStale = 256 << 10
+
+// openReader opens segment id for reading below limit, with its indexes
+// from the cache when they cover enough of it.
+func (l *Log) openReader(id segment.ID, limit int64) (*segment.Reader, io.Closer, error) {
+	f, err := l.cfg.FS.OpenFile(id.Path(l.cfg.Dir, segment.KindLog), os.O_RDONLY, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("segment: open %s: %w", id.Name(segment.KindLog), err)
+	}
+	l.idx.Lock()
+	c := l.idx.m[id]
+	l.idx.Unlock()
+	if c == nil || limit-c.limit > indexStale {
+		offs, times := segment.ReadIndexes(l.cfg.FS, l.cfg.Dir, id)
+		c = &cachedIndex{limit: limit, offs: offs, times: times}
+		l.idx.Lock()
+		if l.idx.m == nil || len(l.idx.m) > 4096 {
+			l.idx.m = map[segment.ID]*cachedIndex{}
+		}
+		if old := l.idx.m[id]; old == nil || old.limit < limit {
+			l.idx.m[id] = c
+		}
+		l.idx.Unlock()
+	}
+	return segment.NewReader(f, id, limit, c.offs, c.times), f, nil
 }

@@ -5,12 +5,18 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 
 	"github.com/tierlog/tierlog/pkg/index"
 )
 
 // scanChunk is how many bytes a scan reads at a time.
 const scanChunk = 256 << 10
+
+// scanBufs recycles scan buffers: a fetch would otherwise allocate (and
+// zero) 256 KiB. Records handed to scan callbacks alias the buffer, so
+// callers copy what they keep (Read does).
+var scanBufs = sync.Pool{New: func() any { b := make([]byte, scanChunk); return &b }}
 
 // errStop ends a scan early without error.
 var errStop = errors.New("stop")
@@ -27,6 +33,12 @@ var errStaleHint = errors.New("segment: index entry does not match its record")
 // the *Record: it is reused for the next record.
 func scan(ra io.ReaderAt, pos, limit, want int64, fn func(r *Record, pos int64) error) (int64, int64, error) {
 	var buf []byte
+	var pooled *[]byte // returned to scanBufs when the scan ends
+	defer func() {
+		if pooled != nil {
+			scanBufs.Put(pooled)
+		}
+	}()
 	bufPos := pos // file position of buf[0]
 	fill := func(need int) error {
 		if int64(need) > limit-pos {
@@ -34,7 +46,12 @@ func scan(ra io.ReaderAt, pos, limit, want int64, fn func(r *Record, pos int64) 
 		}
 		n := int(min(int64(max(need, scanChunk)), limit-pos))
 		if cap(buf) < n {
-			buf = make([]byte, n)
+			if n <= scanChunk && pooled == nil {
+				pooled = scanBufs.Get().(*[]byte)
+				buf = (*pooled)[:0]
+			} else {
+				buf = make([]byte, n)
+			}
 		}
 		m, err := ra.ReadAt(buf[:n], pos)
 		buf, bufPos = buf[:m], pos
@@ -117,6 +134,16 @@ func OpenReader(dir string, id ID, limit int64, fsys FS) (*Reader, io.Closer, er
 	}
 	offs, times := readIndexes(fsys, dir, id)
 	return NewReader(log, id, limit, offs, times), log, nil
+}
+
+// ReadIndexes reads both index files of segment id in dir: the valid
+// prefix of each, empty if a file is missing or unreadable. Callers keep
+// them to build Readers with NewReader without reading them again.
+func ReadIndexes(fsys FS, dir string, id ID) (index.Offsets, index.Times) {
+	if fsys == nil {
+		fsys = OSFS{}
+	}
+	return readIndexes(fsys, dir, id)
 }
 
 // readIndexes reads both index files of id. Index files are hints: a missing

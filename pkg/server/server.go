@@ -26,6 +26,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/smithy-go/middleware"
+
 	"github.com/tierlog/tierlog/pkg/api"
 	"github.com/tierlog/tierlog/pkg/broker"
 	"github.com/tierlog/tierlog/pkg/compactor"
@@ -56,6 +58,9 @@ type Config struct {
 	Bucket          string // S3 bucket
 	Prefix          string // key prefix in the bucket
 	CreateResources bool   // create the table and bucket if absent
+	// APIOptions are added to the DynamoDB and S3 clients' middleware
+	// stacks (the Lambda functions add X-Ray instrumentation here).
+	APIOptions []func(*middleware.Stack) error
 
 	// Owner names this process as a lease owner. Default: "local" for the
 	// local backend; a unique id per process for aws.
@@ -72,6 +77,14 @@ type Config struct {
 	// CacheBytes budgets the cold-tier cache. Default 256 MiB.
 	CacheBytes int64
 	Logger     *slog.Logger
+	// ReadOnly serves reads only and never writes the hot tier (the fetch
+	// function).
+	ReadOnly bool
+	// OnRoll, if set, is called (besides waking the compactor timer) when
+	// a partition seals a segment. It runs on the producing request's
+	// goroutine and must not block: the produce function only records
+	// the partition here and notifies the compactor before it answers.
+	OnRoll func(meta.PartitionKey)
 }
 
 // Server is an assembled tierlog.
@@ -195,12 +208,18 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		Meta:             s.Meta,
 		Owner:            cfg.Owner,
 		LeaseTTL:         cfg.LeaseTTL,
+		ReadOnly:         cfg.ReadOnly,
 		ReleaseEachBatch: *cfg.ReleaseEachBatch,
 		Objects:          s.Objects,
 		Cache:            s.Cache,
 		Logger:           cfg.Logger,
 		Metrics:          s.Metrics,
-		OnRoll:           func(meta.PartitionKey) { s.Kick() },
+		OnRoll: func(k meta.PartitionKey) {
+			s.Kick()
+			if cfg.OnRoll != nil {
+				cfg.OnRoll(k)
+			}
+		},
 		OnDeleteTopic: func(ctx context.Context, t meta.TopicConfig) {
 			if err := comp.PurgeTopic(ctx, t); err != nil {
 				cfg.Logger.Warn("purge deleted topic's cold tier", "topic", t.Name, "err", err)

@@ -1,0 +1,155 @@
+package lambdafn
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/lambdacontext"
+)
+
+// The methods each HTTP function serves. API Gateway routes each API.md
+// route to one of them by method; the route filter enforces the same split
+// in the function, so a misrouted request is refused rather than served by
+// the wrong function (a fetch container must never produce).
+var (
+	// WriteMethods are the produce function's: record appends, topic
+	// create and delete, group commits.
+	WriteMethods = []string{http.MethodPost, http.MethodPut, http.MethodDelete}
+	// ReadMethods are the fetch function's: fetch, offsets, topic and
+	// group reads, health.
+	ReadMethods = []string{http.MethodGet, http.MethodHead}
+)
+
+// apiRoutes are API.md's paths with the methods each allows (GET implies
+// HEAD), as package api serves them. Keep in step with api.routes.
+var apiRoutes = []struct {
+	segs    []string // "{}" matches any non-empty segment
+	methods []string
+}{
+	{split("/v1/health"), []string{"GET", "HEAD"}},
+	{split("/v1/topics"), []string{"GET", "HEAD", "POST"}},
+	{split("/v1/topics/{}"), []string{"GET", "HEAD", "DELETE"}},
+	{split("/v1/topics/{}/records"), []string{"POST"}},
+	{split("/v1/topics/{}/partitions/{}/records"), []string{"GET", "HEAD", "POST"}},
+	{split("/v1/topics/{}/partitions/{}/offsets"), []string{"GET", "HEAD"}},
+	{split("/v1/groups/{}/offsets"), []string{"GET", "HEAD", "PUT"}},
+}
+
+func split(p string) []string { return strings.Split(strings.TrimPrefix(p, "/"), "/") }
+
+// routeMethods returns the methods API.md allows on the escaped path p, or
+// nil if p is no API.md route.
+func routeMethods(p string) []string {
+	if !strings.HasPrefix(p, "/") {
+		return nil
+	}
+	segs := split(p)
+next:
+	for _, rt := range apiRoutes {
+		if len(rt.segs) != len(segs) {
+			continue
+		}
+		for i, s := range rt.segs {
+			if segs[i] == "" || (s != "{}" && s != segs[i]) {
+				continue next
+			}
+		}
+		return rt.methods
+	}
+	return nil
+}
+
+// routeFilter passes the requests whose method is one of methods to next,
+// and answers the rest itself: an unknown path (including the local
+// server's /metrics, which is not part of the API) with 404 not_found, a
+// known path with 405 method_not_allowed naming the allowed methods. A HEAD
+// answer's body is dropped, as net/http would.
+type routeFilter struct {
+	function string
+	methods  []string
+	next     http.Handler
+}
+
+func (f *routeFilter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p := r.URL.EscapedPath()
+	allowed := routeMethods(p)
+	switch {
+	case allowed == nil:
+		f.refuse(w, r, http.StatusNotFound, "not_found", fmt.Sprintf("no route for %s %s", r.Method, p), "")
+		return
+	case !slices.Contains(f.methods, r.Method):
+		allow := strings.Join(allowed, ", ")
+		msg := fmt.Sprintf("method %s is not allowed on %s; allowed: %s", r.Method, p, allow)
+		if slices.Contains(allowed, r.Method) {
+			msg = fmt.Sprintf("%s %s is not served by the %s function (it serves %s): check the API Gateway routes",
+				r.Method, p, f.function, strings.Join(f.methods, ", "))
+		}
+		f.refuse(w, r, http.StatusMethodNotAllowed, "method_not_allowed", msg, allow)
+		return
+	}
+	if r.Method == http.MethodHead {
+		w = &headWriter{ResponseWriter: w}
+	}
+	f.next.ServeHTTP(w, r)
+}
+
+// refuse answers in API.md's error shape.
+func (f *routeFilter) refuse(w http.ResponseWriter, r *http.Request, status int, code, msg, allow string) {
+	type body struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	var b body
+	b.Error.Code, b.Error.Message = code, msg
+	out, _ := json.Marshal(&b) // cannot fail: two strings
+	out = append(out, '\n')
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(out)))
+	h.Set("X-Request-Id", requestID(r))
+	if status == http.StatusMethodNotAllowed {
+		h.Set("Allow", allow)
+	}
+	w.WriteHeader(status)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(out)
+	}
+}
+
+// requestID is the Lambda request id, else a fresh random one: API.md's
+// answers always carry an X-Request-Id.
+func requestID(r *http.Request) string {
+	if lc, ok := lambdacontext.FromContext(r.Context()); ok && lc.AwsRequestID != "" {
+		return lc.AwsRequestID
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// headWriter drops the body of a HEAD answer (the API Gateway adapter
+// would otherwise return it). Headers, Content-Length included, stay.
+type headWriter struct {
+	http.ResponseWriter
+	wrote bool
+}
+
+func (h *headWriter) WriteHeader(code int) {
+	h.wrote = true
+	h.ResponseWriter.WriteHeader(code)
+}
+
+func (h *headWriter) Write(b []byte) (int, error) {
+	if !h.wrote {
+		h.WriteHeader(http.StatusOK)
+	}
+	return len(b), nil
+}
