@@ -1,4 +1,4 @@
-package broker
+package partitioner
 
 import "testing"
 
@@ -17,22 +17,22 @@ func TestMurmur2KafkaVectors(t *testing.T) {
 		{[]byte{'a', 'b', 'c'}, 479470107},
 	}
 	for _, c := range cases {
-		if got := murmur2(c.key); got != c.want {
-			t.Errorf("murmur2(%q) = %d, want %d", c.key, got, c.want)
+		if got := Murmur2(c.key); got != c.want {
+			t.Errorf("Murmur2(%q) = %d, want %d", c.key, got, c.want)
 		}
 	}
 }
 
-func TestKeyPartition(t *testing.T) {
+func TestForKey(t *testing.T) {
 	// toPositive(-973932308) = 1173551340; % 4 = 0, % 7 = 1173551340 % 7.
 	h := int32(-973932308)
 	for _, n := range []int{1, 3, 4, 7, 100} {
 		want := int(uint32(h)&0x7fffffff) % n
-		if got := KeyPartition([]byte("21"), n); got != want {
-			t.Errorf("KeyPartition(21, %d) = %d, want %d", n, got, want)
+		if got := ForKey([]byte("21"), n); got != want {
+			t.Errorf("ForKey(21, %d) = %d, want %d", n, got, want)
 		}
 	}
-	if got := KeyPartition([]byte{}, 10); got != int(uint32(murmur2(nil))&0x7fffffff)%10 {
+	if got := ForKey([]byte{}, 10); got != int(uint32(Murmur2(nil))&0x7fffffff)%10 {
 		t.Errorf("empty key: %d", got)
 	}
 }
