@@ -46,7 +46,7 @@ build-functions:
 
 ## bench: the storage benchmarks (segment append vs raw write+fsync, reads)
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 2s -count 3 ./pkg/segment ./pkg/meta/... ./pkg/api
+	$(GO) test -run '^$$' -bench . -benchtime 1s -count 3 ./pkg/segment ./pkg/index ./pkg/broker ./pkg/meta/local ./pkg/api ./pkg/wire ./pkg/client
 
 clean:
 	rm -rf bin $(DIST_DIR) $(DATA_DIR)
