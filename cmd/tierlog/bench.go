@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -144,16 +145,22 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, o benchOpts) error 
 	for _, size := range o.recordSizes {
 		for _, batch := range o.batchSizes {
 			fmt.Fprintf(stderr, "bench: %d B records, batches of %d\n", size, batch)
+			// Each workload starts with no dirty pages left by the one
+			// before: what it wrote is deleted and the page cache flushed,
+			// so no workload pays for another's writeback.
+			settle()
 			raw, err := benchRaw(filepath.Join(tmp, "raw"), size, batch, o)
 			if err != nil {
 				return err
 			}
+			settle()
 			eng, err := benchEngine(ctx, engine.Broker, size, batch, o)
 			if err != nil {
 				return err
 			}
 			rows = append(rows, raw, eng)
 			for _, format := range o.formats {
+				settle()
 				prod, topic, err := benchHTTPProduce(ctx, url, format, size, batch, o)
 				if err != nil {
 					return err
@@ -164,6 +171,9 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, o benchOpts) error 
 					return err
 				}
 				rows = append(rows, prod, fetch)
+				if cl, err := benchClient(url, "json"); err == nil {
+					cl.DeleteTopic(ctx, topic)
+				}
 			}
 		}
 	}
@@ -192,6 +202,13 @@ func startBenchServer(ctx context.Context, dir string) (io.Closer, string, error
 	hs := &http.Server{Handler: s.Handler()}
 	go hs.Serve(ln)
 	return closerFunc(func() error { hs.Close(); return s.Close() }), ln.Addr().String(), nil
+}
+
+// settle writes back dirty pages so the next workload starts from a quiet
+// disk.
+func settle() {
+	syscall.Sync()
+	time.Sleep(200 * time.Millisecond)
 }
 
 type closerFunc func() error
@@ -254,13 +271,14 @@ func benchRaw(dir string, size, batch int, o benchOpts) (*benchRow, error) {
 	n := batch * (segment.RecordHeaderSize + size)
 	buf := bytes.Repeat([]byte{'r'}, n)
 	// Append to fresh files, rolling every 64 MiB like the engine's
-	// segments, so both pay for allocating new blocks.
+	// segments, and keep them until the workload ends: both then pay for
+	// allocating new blocks and for the page cache's writeback of what
+	// they wrote (deleting a file early would drop its dirty pages).
 	files := make([]*os.File, o.clients)
 	pos := make([]int64, o.clients)
 	roll := func(c int) error {
 		if files[c] != nil {
 			files[c].Close()
-			os.Remove(files[c].Name())
 		}
 		f, err := os.CreateTemp(dir, "raw-")
 		files[c], pos[c] = f, 0
@@ -270,9 +288,9 @@ func benchRaw(dir string, size, batch int, o benchOpts) (*benchRow, error) {
 		for _, f := range files {
 			if f != nil {
 				f.Close()
-				os.Remove(f.Name())
 			}
 		}
+		os.RemoveAll(dir)
 	}()
 	for c := range files {
 		if err := roll(c); err != nil {
@@ -313,6 +331,7 @@ func benchEngine(ctx context.Context, b *broker.Broker, size, batch int, o bench
 	if _, err := b.CreateTopic(ctx, broker.TopicSpec{Name: topic, Partitions: &o.partitions, SegmentBytes: &seg}); err != nil {
 		return nil, err
 	}
+	defer b.DeleteTopic(ctx, topic)
 	recs := benchRecords(size, batch)
 	row, err := runFor(o, func(c int) (int, int, error) {
 		_, err := b.ProducePartition(ctx, topic, c%o.partitions, recs)

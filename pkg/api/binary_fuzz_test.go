@@ -22,7 +22,8 @@ func FuzzReadBinaryProduce(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte, allowPartition bool) {
 		r := httptest.NewRequest("POST", "/v1/topics/t/records", bytes.NewReader(body))
 		r.Header.Set("Content-Type", wire.MediaType)
-		recs, err := readProduceBody(httptest.NewRecorder(), r, allowPartition)
+		recs, release, err := readProduceBody(httptest.NewRecorder(), r, allowPartition)
+		defer release()
 		if err != nil {
 			var ae *apiError
 			if !errors.As(err, &ae) {

@@ -29,7 +29,8 @@ func (s *server) produce(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	recs, err := readProduceBody(w, r, true)
+	recs, release, err := readProduceBody(w, r, true)
+	defer release()
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -56,7 +57,8 @@ func (s *server) producePartition(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	recs, err := readProduceBody(w, r, false)
+	recs, release, err := readProduceBody(w, r, false)
+	defer release()
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -79,11 +81,15 @@ func (s *server) producePartition(w http.ResponseWriter, r *http.Request) {
 
 // readProduceBody decodes a produce body in the format its Content-Type
 // names: a binary batch for wire.MediaType, JSON for anything else.
-func readProduceBody(w http.ResponseWriter, r *http.Request, allowPartition bool) ([]broker.ProduceRecord, error) {
+//
+// Binary records alias the body, which comes from a pool: release returns
+// it once the records have been appended (the broker copies them).
+func readProduceBody(w http.ResponseWriter, r *http.Request, allowPartition bool) ([]broker.ProduceRecord, func(), error) {
 	if sendsBinary(r) {
 		return readBinaryProduce(w, r, allowPartition)
 	}
-	return readProduce(w, r, allowPartition)
+	recs, err := readProduce(w, r, allowPartition)
+	return recs, func() {}, err
 }
 
 func (s *server) writeProduce(w http.ResponseWriter, r *http.Request, recs []broker.ProduceRecord, res []broker.ProduceResult) {
