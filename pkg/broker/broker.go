@@ -128,6 +128,7 @@ type topic struct {
 	closed bool
 	pmu    sync.Mutex
 	parts  []*partition.Log // opened lazily
+	stale  atomic.Bool      // deleted or re-created by another process
 	rr     atomic.Uint64    // round-robin for keyless records
 	broker *Broker
 }
@@ -310,6 +311,17 @@ func (b *Broker) acquire(ctx context.Context, name string) (*topic, error) {
 			}
 			b.mu.Unlock()
 		}
+		if t.stale.Load() {
+			// Another process deleted or re-created the topic: forget this
+			// incarnation and look the name up again.
+			b.mu.Lock()
+			if b.topics[name] == t {
+				delete(b.topics, name)
+			}
+			b.mu.Unlock()
+			go t.close(context.WithoutCancel(ctx))
+			continue
+		}
 		t.mu.RLock()
 		if !t.closed {
 			return t, nil
@@ -352,6 +364,7 @@ func (t *topic) part(ctx context.Context, p int) (*partition.Log, error) {
 		Logger:             c.Logger,
 		OnRoll:             c.OnRoll,
 		Metrics:            c.Metrics,
+		Verify:             t.verify,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
@@ -402,6 +415,25 @@ func (b *Broker) DeleteTopic(ctx context.Context, name string) error {
 	}
 	if b.cfg.OnDeleteTopic != nil {
 		b.cfg.OnDeleteTopic(ctx, cfg)
+	}
+	return nil
+}
+
+// errStaleTopic means this process's view of a topic is an incarnation that
+// was deleted: nothing was written, and a retry looks the topic up afresh.
+var errStaleTopic = fmt.Errorf("%w: topic was deleted or re-created", ErrUnavailable)
+
+// verify checks that the topic item still names this incarnation. The
+// partition asks when a partition item looks never written, which is also
+// how a deleted one looks.
+func (t *topic) verify(ctx context.Context) error {
+	cur, err := t.broker.cfg.Meta.Topic(ctx, t.cfg.Name)
+	if errors.Is(err, meta.ErrNotFound) || (err == nil && cur.ID != t.cfg.ID) {
+		t.stale.Store(true)
+		return fmt.Errorf("%w: %q (id %s)", errStaleTopic, t.cfg.Name, t.cfg.ID)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: read topic %q: %w", ErrUnavailable, t.cfg.Name, err)
 	}
 	return nil
 }

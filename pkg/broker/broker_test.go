@@ -355,3 +355,61 @@ func listTree(t *testing.T, dir string) string {
 	})
 	return b.String()
 }
+
+// Two processes share the metadata and the hot tier (as Lambda containers
+// do). When one deletes a topic and creates it again, the other must not
+// keep writing into, or reading from, the incarnation it had cached.
+func TestStaleTopicAcrossProcesses(t *testing.T) {
+	ctx := context.Background()
+	store, dir := mem.New(), t.TempDir()
+	open := func() *Broker {
+		b, err := New(ctx, Config{DataDir: dir, Meta: store, ReleaseEachBatch: true, Owner: fmt.Sprint("p", time.Now().UnixNano())})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		return b
+	}
+	a, b := open(), open()
+	a.CreateTopic(ctx, TopicSpec{Name: "s", Partitions: ptr(2)})
+	if _, err := b.ProducePartition(ctx, "s", 0, []ProduceRecord{{Value: []byte("old")}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Fetch(ctx, FetchRequest{Topic: "s", Partition: 1, Offset: 0}); err != nil {
+		t.Fatal(err) // b now caches the first incarnation, partition 1 never written
+	}
+	if err := a.DeleteTopic(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	a.CreateTopic(ctx, TopicSpec{Name: "s", Partitions: ptr(2)})
+	a.ProducePartition(ctx, "s", 1, []ProduceRecord{{Value: []byte("new-1")}})
+
+	// b's first write after the re-creation lands nowhere and says so;
+	// the retry goes to the new incarnation.
+	_, err := b.ProducePartition(ctx, "s", 0, []ProduceRecord{{Value: []byte("new-0")}})
+	if !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("write through a stale topic: %v, want a retryable error", err)
+	}
+	res, err := b.ProducePartition(ctx, "s", 0, []ProduceRecord{{Value: []byte("new-0")}})
+	if err != nil || res[0].Offset != 0 {
+		t.Fatalf("retry: %+v %v", res, err)
+	}
+	for p, want := range []string{"new-0", "new-1"} {
+		f, err := a.Fetch(ctx, FetchRequest{Topic: "s", Partition: p, Offset: 0})
+		if err != nil || len(f.Records) != 1 || string(f.Records[0].Value) != want {
+			t.Fatalf("partition %d through a: %+v %v, want %q", p, f, err, want)
+		}
+		if f, err = b.Fetch(ctx, FetchRequest{Topic: "s", Partition: p, Offset: 0}); err != nil || len(f.Records) != 1 || string(f.Records[0].Value) != want {
+			t.Fatalf("partition %d through b: %+v %v, want %q", p, f, err, want)
+		}
+	}
+	// Deleted for good: b finds out.
+	a.DeleteTopic(ctx, "s")
+	_, err = b.ProducePartition(ctx, "s", 0, []ProduceRecord{{Value: []byte("x")}})
+	if err == nil {
+		t.Fatal("b wrote into a deleted topic")
+	}
+	if _, err := b.ProducePartition(ctx, "s", 0, []ProduceRecord{{Value: []byte("x")}}); !errors.Is(err, ErrTopicNotFound) {
+		t.Fatalf("after deletion: %v, want topic not found", err)
+	}
+}

@@ -112,6 +112,13 @@ type Config struct {
 	OnRoll func(meta.PartitionKey)
 	// Metrics counts flushes and lease conflicts. Nil: none.
 	Metrics *metrics.Set
+	// Verify, if set, is asked whether the partition still belongs to a
+	// live topic whenever its item looks never written (epoch 0 on read,
+	// epoch 1 on the first acquire): a process whose topic was deleted,
+	// or deleted and created again under a new id, would otherwise write
+	// into (or read from) an incarnation nobody reads. An error is
+	// returned as is, and nothing is written.
+	Verify func(context.Context) error
 }
 
 func (c *Config) applyDefaults() {
@@ -405,6 +412,12 @@ func (l *Log) ensureWriter(ctx context.Context) error {
 	st.Sealed = append([]meta.SegmentInfo(nil), st.Sealed...)
 	trimSealed(&st)
 	l.holding, l.lease = true, st
+	if fresh(&st) && l.cfg.Verify != nil {
+		if err := l.cfg.Verify(ctx); err != nil {
+			l.releaseLease(ctx)
+			return err
+		}
+	}
 	if err := l.openActive(ctx, &st, a.TakenOver); err != nil {
 		l.releaseLease(ctx)
 		return err
@@ -484,6 +497,11 @@ func (l *Log) roll(st *meta.Partition, now time.Time) error {
 		FirstTS: -1, LastTS: -1, CreatedMs: now.UnixMilli(),
 	}
 	return nil
+}
+
+// fresh reports whether an acquired item was never written before.
+func fresh(p *meta.Partition) bool {
+	return p.Epoch == 1 && p.Active == nil && p.NextOffset == 0 && len(p.Sealed) == 0
 }
 
 // trimSealed drops sealed segments wholly below the cold end.
@@ -583,6 +601,11 @@ func (l *Log) view(ctx context.Context) (*view, error) {
 	p, err := l.cfg.Meta.Partition(ctx, l.cfg.Key)
 	if err != nil {
 		return nil, fmt.Errorf("%w: read state: %w", ErrUnavailable, err)
+	}
+	if p.Epoch == 0 && l.cfg.Verify != nil {
+		if err := l.cfg.Verify(ctx); err != nil {
+			return nil, err
+		}
 	}
 	v := viewOf(&p)
 	if cur := l.committed.Load(); cur == nil || v.hw > cur.hw {
