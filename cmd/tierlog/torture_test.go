@@ -58,18 +58,19 @@ func TestTorture(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ddb.Stop()
-	port, err := testenv.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s3p, err := testenv.Start(buildLite(t), "--listen", fmt.Sprintf("127.0.0.1:%d", port))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("dynalite output:\n%s", ddb.Output())
+		}
+	})
+	lite := buildLite(t)
+	s3p, err := testenv.StartListening(lite, func(port int) []string {
+		return []string{"--listen", fmt.Sprintf("127.0.0.1:%d", port)}
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s3p.Stop()
-	if err := s3p.WaitListening(fmt.Sprintf("127.0.0.1:%d", port), 60*time.Second); err != nil {
-		t.Fatal(err)
-	}
 	hot := t.TempDir()
 	env := []string{
 		"AWS_ENDPOINT_URL_DYNAMODB=" + ddb.Endpoint,

@@ -95,18 +95,27 @@ func StartDynalite() (*Process, error) {
 	if err != nil {
 		return nil, fmt.Errorf("testenv: node is not on PATH (install Node.js 20): %w", err)
 	}
+	return StartListening(node, func(port int) []string {
+		return []string{cli, "--host", "127.0.0.1", "--port", strconv.Itoa(port),
+			"--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0"}
+	})
+}
+
+// StartListening runs name with the arguments argsFor gives for a free
+// loopback port and waits until it listens there. A free port can be taken
+// between the probe and the bind, so it tries three ports.
+func StartListening(name string, argsFor func(port int) []string) (*Process, error) {
 	var lastErr error
-	for range 3 { // a free port can be taken between probe and listen
+	for range 3 {
 		port, err := FreePort()
 		if err != nil {
 			return nil, err
 		}
-		p, err := Start(node, cli, "--host", "127.0.0.1", "--port", strconv.Itoa(port),
-			"--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0")
+		p, err := Start(name, argsFor(port)...)
 		if err != nil {
 			return nil, err
 		}
-		if err := p.WaitListening(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), 20*time.Second); err == nil {
+		if err := p.WaitListening(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), 60*time.Second); err == nil {
 			return p, nil
 		} else {
 			lastErr = err
@@ -138,6 +147,14 @@ func (p *Process) WaitListening(addr string, timeout time.Duration) error {
 		}
 		if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
 			c.Close()
+			// Something answers, but it may be another process that took
+			// the port between FreePort and our bind (ours then exits with
+			// "address in use"): make sure ours is still running.
+			select {
+			case <-p.exited:
+				return fmt.Errorf("testenv: %s exited (port %s taken?):\n%s", p.cmd.Path, addr, p.out.String())
+			case <-time.After(300 * time.Millisecond):
+			}
 			p.Endpoint = "http://" + addr
 			return nil
 		}
