@@ -21,12 +21,15 @@ import (
 )
 
 func newSegmentsCmd() *cobra.Command {
-	return groupCmd("segments", "Dump and verify local segment files",
-		`Read the segment files of the hot tier directly, without a server: a segment
-is a .log file of records and the sparse .index and .timeindex beside it,
-named by base offset and writer epoch (see the package doc of pkg/segment).
-Each PATH is a segment file or a directory, searched recursively (for example
-the topics/ directory of 'tierlog serve --data-dir').`,
+	return groupCmd("segments", "Dump and verify segment files and cold-tier artifacts",
+		`Read segments directly, without a server. In the hot tier a segment is a .log
+file of records and the sparse .index and .timeindex beside it, named by base
+offset and writer epoch (see the package doc of pkg/segment). In the cold tier
+it is one artifact (.seg) holding all three and a checksummed footer (see
+pkg/tier). Each PATH is a segment file, an artifact, a directory searched
+recursively (for example the topics/ or cold/ directory of 'tierlog serve
+--data-dir'), or s3://bucket/key (read with the AWS SDK's usual settings:
+AWS_ENDPOINT_URL, AWS_REGION, credentials).`,
 		newSegmentsDumpCmd(), newSegmentsVerifyCmd())
 }
 
@@ -131,15 +134,21 @@ entries past the end of the log are warnings, failures with --strict.`,
   tierlog segments verify 00000000000000000000-0000000000000001.log`,
 		Args: checkArgs(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			segs, err := findSegments(args)
+			artifacts, paths, err := splitArtifacts(args)
 			if err != nil {
 				return err
 			}
-			if len(segs) == 0 {
+			var segs []*segRef
+			if len(paths) > 0 {
+				if segs, err = findSegments(paths); err != nil {
+					return err
+				}
+			}
+			if len(segs)+len(artifacts) == 0 {
 				return fmt.Errorf("no segment files under %v", args)
 			}
 			out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
-			bad := 0
+			bad := verifyArtifacts(cmd.Context(), artifacts, out, errw)
 			for _, s := range segs {
 				res := verifySegment(s)
 				for _, w := range res.warnings {
@@ -160,7 +169,7 @@ entries past the end of the log are warnings, failures with --strict.`,
 				fmt.Fprintf(out, "%-6s %s  %s, %d bytes\n", status, s.path(segment.KindLog), span, res.size)
 			}
 			if bad > 0 {
-				return fmt.Errorf("%d of %d segments failed verification", bad, len(segs))
+				return fmt.Errorf("%d of %d segments failed verification", bad, len(segs)+len(artifacts))
 			}
 			return nil
 		},
@@ -299,15 +308,25 @@ Exits 1 at the first corrupt record, after printing the records before it.`,
 			if err := outputFormat(format); err != nil {
 				return err
 			}
-			segs, err := findSegments(args)
+			artifacts, paths, err := splitArtifacts(args)
 			if err != nil {
 				return err
 			}
-			if len(segs) == 0 {
+			var segs []*segRef
+			if len(paths) > 0 {
+				if segs, err = findSegments(paths); err != nil {
+					return err
+				}
+			}
+			if len(segs)+len(artifacts) == 0 {
 				return fmt.Errorf("no segment files under %v", args)
 			}
 			w := bufio.NewWriter(cmd.OutOrStdout())
 			defer w.Flush()
+			if err := dumpArtifacts(cmd.Context(), artifacts, w, format, b64); err != nil {
+				w.Flush()
+				return err
+			}
 			for _, s := range segs {
 				var err error
 				switch s.named {

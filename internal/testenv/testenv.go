@@ -63,6 +63,16 @@ func (p *Process) Stop() {
 	<-p.exited
 }
 
+// State says whether the process is still running, and how it ended.
+func (p *Process) State() string {
+	select {
+	case <-p.exited:
+		return "exited: " + p.cmd.ProcessState.String()
+	default:
+		return "running"
+	}
+}
+
 // Output is what the process printed so far.
 func (p *Process) Output() string { return p.out.String() }
 
@@ -95,8 +105,11 @@ func StartDynalite() (*Process, error) {
 	if err != nil {
 		return nil, fmt.Errorf("testenv: node is not on PATH (install Node.js 20): %w", err)
 	}
+	// dynalite dies when a client drops a request mid-body; the preload
+	// keeps it alive through the kills the tests make on purpose.
+	preload := filepath.Join(prefix, "survive-aborts.js")
 	return StartListening(node, func(port int) []string {
-		return []string{cli, "--host", "127.0.0.1", "--port", strconv.Itoa(port),
+		return []string{"-r", preload, cli, "--host", "127.0.0.1", "--port", strconv.Itoa(port),
 			"--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0"}
 	})
 }
