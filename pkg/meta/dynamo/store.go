@@ -100,13 +100,9 @@ func (s *Store) Topics(ctx context.Context) ([]meta.TopicConfig, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]meta.TopicConfig, 0, len(items))
-	for _, item := range items {
-		var t meta.TopicConfig
-		if err := decodeMap(item, &t); err != nil {
-			return nil, err
-		}
-		out = append(out, t)
+	out, err := decodeItems[meta.TopicConfig](items)
+	if err != nil {
+		return nil, err
 	}
 	// The sort key already orders valid names; escaped ones may not.
 	slices.SortFunc(out, func(a, b meta.TopicConfig) int { return strings.Compare(a.Name, b.Name) })
@@ -387,13 +383,9 @@ func (s *Store) Segments(ctx context.Context, k meta.PartitionKey, from int64, l
 	if err != nil {
 		return nil, err
 	}
-	out := make([]meta.CatalogEntry, 0, len(items))
-	for _, item := range items {
-		var e meta.CatalogEntry
-		if err := decodeMap(item, &e); err != nil {
-			return nil, err
-		}
-		out = append(out, e)
+	out, err := decodeItems[meta.CatalogEntry](items)
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -429,15 +421,24 @@ func (s *Store) GroupOffsets(ctx context.Context, group, topic string) ([]meta.G
 	if err != nil {
 		return nil, err
 	}
-	out := make([]meta.GroupOffset, 0, len(items))
-	for _, item := range items {
-		var g meta.GroupOffset
-		if err := decodeMap(item, &g); err != nil {
-			return nil, err
-		}
-		out = append(out, g)
+	out, err := decodeItems[meta.GroupOffset](items)
+	if err != nil {
+		return nil, err
 	}
 	slices.SortFunc(out, func(a, b meta.GroupOffset) int { return cmp.Compare(a.Partition, b.Partition) })
+	return out, nil
+}
+
+// decodeItems decodes each item of a query into a T.
+func decodeItems[T any](items []map[string]types.AttributeValue) ([]T, error) {
+	out := make([]T, 0, len(items))
+	for _, item := range items {
+		var v T
+		if err := decodeMap(item, &v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
 	return out, nil
 }
 
