@@ -49,7 +49,8 @@ func newBenchCmd() *cobra.Command {
 p50/p99/p999 request latency, AWS requests per MB where the backend counts
 them, and each HTTP workload's ratio to two baselines measured in the same
 run: a raw write+fsync of the same bytes per batch, and direct engine calls
-(Broker.ProducePartition in this process, fsync per batch).
+(Broker.ProducePartition and Broker.Fetch in this process, fsync per
+batch).
 
 Without --url it starts a local server on a temporary data dir. With --out
 it writes the table, the machine and the command line into a Markdown file
@@ -154,11 +155,11 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, o benchOpts) error 
 				return err
 			}
 			settle()
-			eng, err := benchEngine(ctx, engine.Broker, size, batch, o)
+			eng, engFetch, err := benchEngine(ctx, engine.Broker, size, batch, o)
 			if err != nil {
 				return err
 			}
-			rows = append(rows, raw, eng)
+			rows = append(rows, raw, eng, engFetch)
 			for _, format := range o.formats {
 				settle()
 				prod, topic, err := benchHTTPProduce(ctx, url, format, size, batch, o)
@@ -170,6 +171,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, o benchOpts) error 
 				if err != nil {
 					return err
 				}
+				fetch.vsEngine = fetch.mbPS / engFetch.mbPS
 				rows = append(rows, prod, fetch)
 				if cl, err := benchClient(url, "json"); err == nil {
 					cl.DeleteTopic(ctx, topic)
@@ -325,22 +327,47 @@ func benchRecords(size, batch int) []broker.ProduceRecord {
 }
 
 // benchEngine calls the broker directly: no HTTP, no JSON.
-func benchEngine(ctx context.Context, b *broker.Broker, size, batch int, o benchOpts) (*benchRow, error) {
+// benchEngine produces with direct broker calls, then reads what it wrote
+// back in 1 MiB fetches: the baselines of the HTTP produce and fetch rows.
+func benchEngine(ctx context.Context, b *broker.Broker, size, batch int, o benchOpts) (*benchRow, *benchRow, error) {
 	topic := fmt.Sprintf("engine-%d-%d", size, batch)
 	seg := int64(64 << 20)
 	if _, err := b.CreateTopic(ctx, broker.TopicSpec{Name: topic, Partitions: &o.partitions, SegmentBytes: &seg}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer b.DeleteTopic(ctx, topic)
 	recs := benchRecords(size, batch)
-	row, err := runFor(o, func(c int) (int, int, error) {
+	prod, err := runFor(o, func(c int) (int, int, error) {
 		_, err := b.ProducePartition(ctx, topic, c%o.partitions, recs)
 		return batch, batch * size, err
 	})
-	if row != nil {
-		row.workload, row.recSize, row.batch = "engine produce", size, batch
+	if err != nil {
+		return nil, nil, err
 	}
-	return row, err
+	prod.workload, prod.recSize, prod.batch = "engine produce", size, batch
+	next := make([]int64, o.clients)
+	fetch, err := runFor(o, func(c int) (int, int, error) {
+		p := c % o.partitions
+		f, err := b.Fetch(ctx, broker.FetchRequest{Topic: topic, Partition: p, Offset: next[c], MaxRecords: broker.MaxFetchRecords, MaxBytes: 1 << 20})
+		if err != nil {
+			return 0, 0, err
+		}
+		if f.NextOffset >= f.HighWatermark {
+			next[c] = 0 // read the partition again from the start
+		} else {
+			next[c] = f.NextOffset
+		}
+		n := 0
+		for _, r := range f.Records {
+			n += len(r.Key) + len(r.Value)
+		}
+		return len(f.Records), n, nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	fetch.workload, fetch.recSize, fetch.batch = "engine fetch", size, batch
+	return prod, fetch, nil
 }
 
 func benchClient(url, format string) (*tlclient.Client, error) {
