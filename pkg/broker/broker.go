@@ -188,40 +188,15 @@ func topicFromSpec(s TopicSpec) (Topic, error) {
 		return Topic{}, err
 	}
 	t := Topic{
-		Name:           s.Name,
-		Partitions:     DefaultPartitions,
-		RetentionMs:    DefaultRetentionMs,
-		RetentionBytes: DefaultRetentionBytes,
-		SegmentBytes:   DefaultSegmentBytes,
-		SegmentMs:      DefaultSegmentMs,
-		CleanupPolicy:  DefaultCleanupPolicy,
-
-		CacheEnabled:      DefaultCacheEnabled,
-		ReadAheadSegments: DefaultReadAhead,
-	}
-	if s.CacheEnabled != nil {
-		t.CacheEnabled = *s.CacheEnabled
-	}
-	if s.ReadAheadSegments != nil {
-		t.ReadAheadSegments = *s.ReadAheadSegments
-	}
-	if s.Partitions != nil {
-		t.Partitions = *s.Partitions
-	}
-	if s.RetentionMs != nil {
-		t.RetentionMs = *s.RetentionMs
-	}
-	if s.RetentionBytes != nil {
-		t.RetentionBytes = *s.RetentionBytes
-	}
-	if s.SegmentBytes != nil {
-		t.SegmentBytes = *s.SegmentBytes
-	}
-	if s.SegmentMs != nil {
-		t.SegmentMs = *s.SegmentMs
-	}
-	if s.CleanupPolicy != nil {
-		t.CleanupPolicy = *s.CleanupPolicy
+		Name:              s.Name,
+		Partitions:        or(s.Partitions, DefaultPartitions),
+		RetentionMs:       or(s.RetentionMs, DefaultRetentionMs),
+		RetentionBytes:    or(s.RetentionBytes, DefaultRetentionBytes),
+		SegmentBytes:      or(s.SegmentBytes, DefaultSegmentBytes),
+		SegmentMs:         or(s.SegmentMs, DefaultSegmentMs),
+		CleanupPolicy:     or(s.CleanupPolicy, DefaultCleanupPolicy),
+		CacheEnabled:      or(s.CacheEnabled, DefaultCacheEnabled),
+		ReadAheadSegments: or(s.ReadAheadSegments, DefaultReadAhead),
 	}
 	switch {
 	case t.Partitions < 1 || t.Partitions > MaxPartitions:
@@ -240,6 +215,14 @@ func topicFromSpec(s TopicSpec) (Topic, error) {
 		return t, fmt.Errorf("%w: cleanup_policy %q: only \"delete\" is supported", ErrInvalid, t.CleanupPolicy)
 	}
 	return t, nil
+}
+
+// or is *p, or def when p is nil (a field the request left out).
+func or[T any](p *T, def T) T {
+	if p != nil {
+		return *p
+	}
+	return def
 }
 
 func (b *Broker) topicDir(t Topic) string {
@@ -601,14 +584,13 @@ func (b *Broker) Fetch(ctx context.Context, req FetchRequest) (FetchResult, erro
 	if maxBytes <= 0 {
 		maxBytes = DefaultFetchSize
 	}
-	if req.Wait > 0 {
-		// Only wait when there is nothing to return yet.
-		if bounds, err := l.Bounds(ctx); err == nil && req.Offset == bounds.HighWatermark {
-			l.Wait(ctx, req.Offset, min(req.Wait, MaxWait))
-		}
-	}
 	maxRecords, maxBytes = min(maxRecords, MaxFetchRecords), min(maxBytes, MaxFetchBytes)
 	recs, bounds, err := l.Read(ctx, req.Offset, maxRecords, maxBytes)
+	if err == nil && len(recs) == 0 && req.Wait > 0 && req.Offset == bounds.HighWatermark {
+		// Nothing to return yet: wait for the next commit, then read again.
+		l.Wait(ctx, req.Offset, min(req.Wait, MaxWait))
+		recs, bounds, err = l.Read(ctx, req.Offset, maxRecords, maxBytes)
+	}
 	if errors.Is(err, partition.ErrNotHot) {
 		recs, err = b.readCold(ctx, t, req.Partition, req.Offset, maxRecords, maxBytes)
 	}
