@@ -75,16 +75,15 @@ it writes the table, the machine and the command line into a Markdown file
 
 // benchRow is one workload's result.
 type benchRow struct {
-	workload           string
-	recSize, batch     int
-	records, bytes     int64
-	elapsed            time.Duration
-	lat                []time.Duration
-	awsPerMB           float64 // < 0: not counted
-	vsRaw, vsEngine    float64 // 0: not applicable
-	recordsPS, mbPS    float64
-	p50, p99, p999     time.Duration
-	requestsPerRequest float64
+	workload        string
+	recSize, batch  int
+	records, bytes  int64
+	elapsed         time.Duration
+	lat             []time.Duration
+	awsPerMB        float64 // < 0: not counted
+	vsRaw, vsEngine float64 // 0: not applicable
+	recordsPS, mbPS float64
+	p50, p99, p999  time.Duration
 }
 
 func (r *benchRow) finish() {

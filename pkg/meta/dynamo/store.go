@@ -57,16 +57,7 @@ func (s *Store) CreateTopic(ctx context.Context, t meta.TopicConfig) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.call(ctx, opPutItem, true, func(ctx context.Context, o ...func(*dynamodb.Options)) error {
-		_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
-			TableName:                           s.table,
-			Item:                                item,
-			ConditionExpression:                 aws.String("attribute_not_exists(#pk)"),
-			ExpressionAttributeNames:            map[string]string{"#pk": attrPK},
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		}, o...)
-		return err
-	})
+	res, err := s.putIfAbsent(ctx, item)
 	if !isCondition(err) {
 		return err
 	}
@@ -337,16 +328,7 @@ func (s *Store) PutSegment(ctx context.Context, k meta.PartitionKey, e meta.Cata
 		return err
 	}
 	for range maxResolve {
-		_, err := s.call(ctx, opPutItem, true, func(ctx context.Context, o ...func(*dynamodb.Options)) error {
-			_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
-				TableName:                           s.table,
-				Item:                                item,
-				ConditionExpression:                 aws.String("attribute_not_exists(#pk)"),
-				ExpressionAttributeNames:            map[string]string{"#pk": attrPK},
-				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-			}, o...)
-			return err
-		})
+		_, err := s.putIfAbsent(ctx, item)
 		if !isCondition(err) {
 			return err
 		}
@@ -427,6 +409,21 @@ func (s *Store) GroupOffsets(ctx context.Context, group, topic string) ([]meta.G
 	}
 	slices.SortFunc(out, func(a, b meta.GroupOffset) int { return cmp.Compare(a.Partition, b.Partition) })
 	return out, nil
+}
+
+// putIfAbsent puts item unless one with its key exists. A refusal carries
+// the existing item when the endpoint returns it (see conditionItem).
+func (s *Store) putIfAbsent(ctx context.Context, item map[string]types.AttributeValue) (result, error) {
+	return s.call(ctx, opPutItem, true, func(ctx context.Context, o ...func(*dynamodb.Options)) error {
+		_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName:                           s.table,
+			Item:                                item,
+			ConditionExpression:                 aws.String("attribute_not_exists(#pk)"),
+			ExpressionAttributeNames:            map[string]string{"#pk": attrPK},
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}, o...)
+		return err
+	})
 }
 
 // decodeItems decodes each item of a query into a T.
