@@ -22,7 +22,21 @@
 // The lease protocol (DESIGN.md section 4) lives in package partition; this
 // package only guarantees the conditions: Acquire succeeds only on a free or
 // expired lease and bumps the epoch; Commit succeeds only while the caller's
-// epoch and owner are still the item's.
+// epoch, owner and commit version are still the item's.
+//
+// # Commit versions
+//
+// A partition item carries a commit Version, bumped by every Acquire and
+// every Commit (never by the compactor's writes). A Commit applies only if
+// the item's Version is still the one the caller read (p.Version) and then
+// sets it to p.Version+1. So a copy of an earlier commit that the network
+// delivers late, after the holder committed again, can never apply: it
+// names a version the item has left. Epoch and owner alone do not give
+// this: a holder keeping its lease commits many times under one epoch.
+// A retried Commit whose first attempt did apply finds Version+1 and the
+// same committed state; an adapter that cannot tell whether its attempt
+// applied may recognise that case as success and must otherwise answer
+// ErrUnavailable, never ErrFenced.
 package meta
 
 import (
@@ -90,7 +104,13 @@ type Partition struct {
 	Partition int    `json:"partition"`
 
 	// Lease.
-	Epoch      uint64 `json:"epoch"`       // bumped by every Acquire
+	Epoch uint64 `json:"epoch"` // bumped by every Acquire
+	// Version is the commit version: bumped by every Acquire and Commit,
+	// compared by Commit (see the package doc). 0 on an item never written.
+	Version uint64 `json:"version"`
+	// Deleted marks a partition whose topic is being deleted
+	// (FencePartition): Acquire refuses it and no Commit matches it.
+	Deleted    bool   `json:"deleted,omitempty"`
 	Owner      string `json:"owner"`       // "" when released
 	LeaseUntil int64  `json:"lease_until"` // unix ms; meaningful when Owner != ""
 
@@ -133,6 +153,11 @@ type CatalogEntry struct {
 	TimeLen   int64  `json:"time_len"`
 	TimeCRC   uint32 `json:"time_crc"`
 	CreatedMs int64  `json:"created_ms"`
+	// ColdMs is when readers were switched to this entry: set by
+	// MarkSegmentCold once the partition's ColdEnd has passed NextOffset
+	// (0 until then). Hot files of the segment are kept for a grace
+	// period counted from it.
+	ColdMs int64 `json:"cold_ms,omitempty"`
 }
 
 // PartitionKey names a partition item.
@@ -158,7 +183,12 @@ type Acquired struct {
 // GroupOffset is a committed consumer-group position: the next offset to
 // consume (Kafka's convention).
 type GroupOffset struct {
-	Topic     string `json:"topic"`
+	Topic string `json:"topic"`
+	// TopicID is the incarnation of the topic the offset was committed
+	// for: an offset whose TopicID is not the topic's current one belongs
+	// to a deleted topic and does not apply ("" from stores written before
+	// ids were recorded: it applies to any incarnation).
+	TopicID   string `json:"topic_id,omitempty"`
 	Partition int    `json:"partition"`
 	Offset    int64  `json:"offset"`
 	Metadata  string `json:"metadata"`
@@ -181,7 +211,8 @@ type Store interface {
 	// LastTS -1) with the key filled in if none exists yet.
 	Partition(ctx context.Context, k PartitionKey) (Partition, error)
 	// Acquire takes the lease for owner until now+ttl if it is free or
-	// expired, bumping the epoch, and returns the item. It returns
+	// expired, bumping the epoch and the version, and returns the item. A
+	// Deleted item is ErrNotFound. It returns
 	// ErrLeaseHeld if another owner's lease is live. An owner may take its
 	// own live lease again: it says it lost its in-memory state (a process
 	// restarted under a stable owner name); that counts as a takeover, since
@@ -190,8 +221,9 @@ type Store interface {
 	// item that does not exist yet starts from the zero state, so the first
 	// Acquire returns Epoch 1. owner must not be "".
 	Acquire(ctx context.Context, k PartitionKey, owner string, now time.Time, ttl time.Duration) (Acquired, error)
-	// Commit writes p's committed state if p.Epoch and p.Owner are still
-	// the item's, else ErrFenced. With release it frees the lease (Owner
+	// Commit writes p's committed state if p.Epoch, p.Owner and p.Version
+	// are still the item's, else ErrFenced, and sets the item's Version to
+	// p.Version+1. With release it frees the lease (Owner
 	// becomes ""); otherwise it extends it to now+ttl. ErrUnavailable means
 	// the outcome is unknown. p's key fields name the item; a missing item
 	// is ErrFenced, and so is p.Owner == "" (a released item never
@@ -201,6 +233,12 @@ type Store interface {
 	// Epoch, and ignores p.LeaseUntil, p.LogStartOffset and p.ColdEnd (the
 	// compactor's). An empty Sealed may read back as nil.
 	Commit(ctx context.Context, p Partition, release bool, now time.Time, ttl time.Duration) error
+	// FencePartition marks partition k Deleted for a topic delete: it bumps
+	// the epoch and the version and clears the owner, so no holder's Commit
+	// matches again, and Acquire answers ErrNotFound from then on. A missing
+	// item is created Deleted (a writer that has the topic cached must not
+	// create it afresh). Idempotent.
+	FencePartition(ctx context.Context, k PartitionKey) error
 	// DeletePartition removes a partition item (topic deletion). It is
 	// unconditional, and deleting a missing item is not an error.
 	DeletePartition(ctx context.Context, k PartitionKey) error
@@ -221,6 +259,10 @@ type Store interface {
 	// NextOffset is greater than from, by ascending offset: the first one
 	// holds offset from if any does.
 	Segments(ctx context.Context, k PartitionKey, from int64, limit int) ([]CatalogEntry, error)
+	// MarkSegmentCold sets ColdMs of the catalog entry for nextOffset to
+	// ms unless it is already set (the first mark wins). A missing entry is
+	// ErrNotFound.
+	MarkSegmentCold(ctx context.Context, k PartitionKey, nextOffset, ms int64) error
 	// DeleteSegment removes the catalog entry for e.NextOffset. A missing
 	// entry is not an error.
 	DeleteSegment(ctx context.Context, k PartitionKey, e CatalogEntry) error
@@ -230,8 +272,8 @@ type Store interface {
 	// no-op. It is not atomic across items.
 	CommitOffsets(ctx context.Context, group string, offsets []GroupOffset) error
 	// GroupOffsets returns the group's offsets for topic, sorted by
-	// partition. An unknown group or topic gives an empty list, not an
-	// error.
+	// partition, whatever their TopicID (the caller filters). An unknown
+	// group or topic gives an empty list, not an error.
 	GroupOffsets(ctx context.Context, group, topic string) ([]GroupOffset, error)
 
 	// Close releases resources. The Store is unusable afterwards.

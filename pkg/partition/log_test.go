@@ -24,6 +24,7 @@ func (c *clock) advance(d time.Duration) { c.ms.Add(d.Milliseconds()) }
 
 // faultFS fails the next fsync or write of .log files on demand.
 type faultFS struct {
+	segment.OSFS
 	failSync  atomic.Bool
 	failWrite atomic.Bool
 }

@@ -18,6 +18,7 @@ var errInjected = errors.New("injected fault")
 // faultFS is the real file system with switches that make the next WriteAt,
 // Sync or Truncate of one kind of file fail. Each switch fires once.
 type faultFS struct {
+	OSFS
 	mu               sync.Mutex
 	failNextWrite    map[Kind]bool // WriteAt writes nothing and fails
 	shortNextWrite   map[Kind]bool // WriteAt writes half and reports it with a nil error
@@ -530,6 +531,7 @@ func TestReaderThroughFakes(t *testing.T) {
 // readErrFS opens real files whose ReadAt fails at and past byte at of the
 // file called name.
 type readErrFS struct {
+	OSFS
 	at   int64
 	name string
 }

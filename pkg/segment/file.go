@@ -20,17 +20,63 @@ type File interface {
 	Stat() (os.FileInfo, error)
 }
 
-// FS opens segment files. OSFS is the real one; tests inject faults.
+// FS is the file system the hot tier lives on: segment files and the
+// directories that hold them. OSFS is the real one; tests inject faults and
+// the simulation (internal/sim) models NFS behind it. Errors follow package
+// os: errors.Is(err, fs.ErrNotExist) and fs.ErrExist work on them.
 type FS interface {
 	OpenFile(name string, flag int, perm os.FileMode) (File, error)
+	// Remove removes a file (or an empty directory).
+	Remove(name string) error
+	// RemoveAll removes a directory tree; a missing one is not an error.
+	RemoveAll(name string) error
+	// ReadDir lists a directory, sorted by name.
+	ReadDir(name string) ([]os.DirEntry, error)
+	// Stat describes a file.
+	Stat(name string) (os.FileInfo, error)
+	// MkdirAll creates a directory and its parents.
+	MkdirAll(name string, perm os.FileMode) error
+	// SyncDir makes the directory's entries (files created or removed in
+	// it) durable.
+	SyncDir(name string) error
 }
 
 // OSFS is the operating system's file system.
 type OSFS struct{}
 
+var _ FS = OSFS{}
+
 // OpenFile opens a file with os.OpenFile.
 func (OSFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
 	return os.OpenFile(name, flag, perm)
+}
+
+// Remove calls os.Remove.
+func (OSFS) Remove(name string) error { return os.Remove(name) }
+
+// RemoveAll calls os.RemoveAll.
+func (OSFS) RemoveAll(name string) error { return os.RemoveAll(name) }
+
+// ReadDir calls os.ReadDir.
+func (OSFS) ReadDir(name string) ([]os.DirEntry, error) { return os.ReadDir(name) }
+
+// Stat calls os.Stat.
+func (OSFS) Stat(name string) (os.FileInfo, error) { return os.Stat(name) }
+
+// MkdirAll calls os.MkdirAll.
+func (OSFS) MkdirAll(name string, perm os.FileMode) error { return os.MkdirAll(name, perm) }
+
+// SyncDir opens the directory and fsyncs it.
+func (OSFS) SyncDir(name string) error {
+	d, err := os.Open(name)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // Kind names one of a segment's three files.
