@@ -279,3 +279,19 @@ type Store interface {
 	// Close releases resources. The Store is unusable afterwards.
 	Close() error
 }
+
+// maxIncarnationName bounds IncarnationName: a file name is at most 255 bytes
+// (NAME_MAX), and the name is used as one directory (hot tier, local object
+// store) with room to spare for suffixes.
+const maxIncarnationName = 240
+
+// IncarnationName is the one path element that names a topic incarnation on
+// disk and in object keys: "<topic>~<topic id>". Topic names may be up to 249
+// characters, so a long name is cut to keep the element within NAME_MAX; the
+// id, random per incarnation, keeps cut names apart.
+func IncarnationName(topic, topicID string) string {
+	if n := maxIncarnationName - len(topicID) - 1; len(topic) > n {
+		topic = topic[:n]
+	}
+	return topic + "~" + topicID
+}

@@ -211,13 +211,15 @@ func FooterOf(e meta.CatalogEntry) Footer {
 // partition's listing come back in offset order.
 //
 //	<hash4>/<topic>~<topic id>/<partition>/<base %020d>-<epoch %016x>.seg
+//
+// (<topic>~<topic id> is meta.IncarnationName: a long topic name is cut.)
 func ObjectKey(k meta.PartitionKey, id segment.ID) string {
 	return fmt.Sprintf("%s%020d-%016x.seg", PartitionPrefix(k), id.Base, id.Epoch)
 }
 
 // PartitionPrefix is the key prefix of every artifact of partition k.
 func PartitionPrefix(k meta.PartitionKey) string {
-	dir := fmt.Sprintf("%s~%s/%d/", k.Topic, k.TopicID, k.Partition)
+	dir := fmt.Sprintf("%s/%d/", meta.IncarnationName(k.Topic, k.TopicID), k.Partition)
 	h := fnv.New32a()
 	h.Write([]byte(dir))
 	return fmt.Sprintf("%04x/%s", h.Sum32()&0xffff, dir)
