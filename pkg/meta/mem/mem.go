@@ -108,12 +108,16 @@ func (s *Store) Acquire(_ context.Context, k meta.PartitionKey, owner string, no
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.get(k)
+	if p.Deleted {
+		return meta.Acquired{}, fmt.Errorf("%w: partition %v is deleted", meta.ErrNotFound, k)
+	}
 	live := p.Owner != "" && now.UnixMilli() < p.LeaseUntil
 	if live && p.Owner != owner {
 		return meta.Acquired{}, fmt.Errorf("%w: %v by %q until %d", meta.ErrLeaseHeld, k, p.Owner, p.LeaseUntil)
 	}
 	takenOver := p.Owner != ""
 	p.Epoch++
+	p.Version++
 	p.Owner = owner
 	p.LeaseUntil = now.Add(ttl).UnixMilli()
 	s.parts[k] = clone(p)
@@ -125,17 +129,33 @@ func (s *Store) Commit(_ context.Context, p meta.Partition, release bool, now ti
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := meta.PartitionKey{Topic: p.Topic, TopicID: p.TopicID, Partition: p.Partition}
-	cur := s.get(k)
-	if cur.Epoch != p.Epoch || cur.Owner != p.Owner || p.Owner == "" {
-		return fmt.Errorf("%w: %v epoch %d owner %q, item has epoch %d owner %q", meta.ErrFenced, k, p.Epoch, p.Owner, cur.Epoch, cur.Owner)
+	cur, ok := s.parts[k]
+	if !ok || cur.Deleted || cur.Epoch != p.Epoch || cur.Owner != p.Owner || cur.Version != p.Version || p.Owner == "" {
+		return fmt.Errorf("%w: %v epoch %d owner %q version %d, item has epoch %d owner %q version %d deleted %v",
+			meta.ErrFenced, k, p.Epoch, p.Owner, p.Version, cur.Epoch, cur.Owner, cur.Version, cur.Deleted)
 	}
 	p.LogStartOffset, p.ColdEnd = cur.LogStartOffset, cur.ColdEnd
+	p.Version = cur.Version + 1
+	p.Deleted = false
 	if release {
 		p.Owner, p.LeaseUntil = "", 0
 	} else {
 		p.LeaseUntil = now.Add(ttl).UnixMilli()
 	}
 	s.parts[k] = clone(p)
+	return nil
+}
+
+// FencePartition implements meta.Store.
+func (s *Store) FencePartition(_ context.Context, k meta.PartitionKey) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.get(k)
+	p.Epoch++
+	p.Version++
+	p.Owner, p.LeaseUntil = "", 0
+	p.Deleted = true
+	s.parts[k] = p
 	return nil
 }
 
@@ -197,6 +217,21 @@ func (s *Store) Segments(_ context.Context, k meta.PartitionKey, from int64, lim
 		out = out[:limit]
 	}
 	return out, nil
+}
+
+// MarkSegmentCold implements meta.Store.
+func (s *Store) MarkSegmentCold(_ context.Context, k meta.PartitionKey, nextOffset, ms int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.segs[k][nextOffset]
+	if !ok {
+		return fmt.Errorf("%w: segment ending at %d of %v", meta.ErrNotFound, nextOffset, k)
+	}
+	if e.ColdMs == 0 {
+		e.ColdMs = ms
+		s.segs[k][nextOffset] = e
+	}
+	return nil
 }
 
 // DeleteSegment implements meta.Store.

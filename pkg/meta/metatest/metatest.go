@@ -54,6 +54,7 @@ var cases = []testCase{
 	{"Acquire/Expired", testAcquireExpired},
 	{"Acquire/SameOwner", testAcquireSameOwner},
 	{"Acquire/AfterRelease", testAcquireAfterRelease},
+	{"Acquire/BumpsVersion", testAcquireBumpsVersion},
 	{"Commit/RoundTrip", testCommitRoundTrip},
 	{"Commit/ExtendsLease", testCommitExtendsLease},
 	{"Commit/Release", testCommitRelease},
@@ -63,6 +64,12 @@ var cases = []testCase{
 	{"Commit/Missing", testCommitMissing},
 	{"Commit/ExpiredNotTaken", testCommitExpiredNotTaken},
 	{"Commit/ReleasedEmptyOwner", testCommitReleasedEmptyOwner},
+	{"Commit/StaleVersion", testCommitStaleVersion},
+	{"Commit/FutureVersion", testCommitFutureVersion},
+	{"Fence/Held", testFenceHeld},
+	{"Fence/Missing", testFenceMissing},
+	{"Fence/Idempotent", testFenceIdempotent},
+	{"Fence/ThenDelete", testFenceThenDelete},
 	{"Concurrent/Acquire", testConcurrentAcquire},
 	{"Concurrent/CommitTakeover", testConcurrentCommitTakeover},
 	{"Group/CommitAndList", testGroupCommitAndList},
@@ -70,13 +77,17 @@ var cases = []testCase{
 	{"Group/FilterTopic", testGroupFilter},
 	{"Group/Unknown", testGroupUnknown},
 	{"Group/EmptyCommit", testGroupEmptyCommit},
+	{"Group/TopicID", testGroupTopicID},
 	{"Tiering/CommitKeepsCompactorFields", testCommitKeepsTiering},
 	{"Tiering/AdvanceMonotonic", testAdvanceMonotonic},
 	{"Tiering/AdvanceMissing", testAdvanceMissing},
+	{"Tiering/NoVersionBump", testTieringNoVersionBump},
 	{"Catalog/PutAndRange", testCatalogRange},
 	{"Catalog/Idempotent", testCatalogIdempotent},
 	{"Catalog/Delete", testCatalogDelete},
 	{"Catalog/Race", testCatalogRace},
+	{"Catalog/MarkCold", testCatalogMarkCold},
+	{"Catalog/MarkColdMissing", testCatalogMarkColdMissing},
 	{"Close", testClose},
 }
 
@@ -128,10 +139,18 @@ func norm(p meta.Partition) meta.Partition {
 	return p
 }
 
-// committedOf is p's committed state with the lease fields cleared.
+// committedOf is p's committed state with the lease fields and the
+// commit version cleared.
 func committedOf(p meta.Partition) meta.Partition {
-	p.Epoch, p.Owner, p.LeaseUntil = 0, "", 0
+	p.Epoch, p.Version, p.Owner, p.LeaseUntil = 0, 0, "", 0
 	return norm(p)
+}
+
+// landed is the holder's view of p once its Commit succeeded: Commit sets
+// the item's version to p.Version+1, so the holder's next commit names it.
+func landed(p meta.Partition) meta.Partition {
+	p.Version++
+	return p
 }
 
 func mustEqual[T any](t *testing.T, what string, got, want T) {
@@ -322,7 +341,7 @@ func testAcquireFree(t *testing.T, s meta.Store) {
 	a := acquire(t, s, key(3), "A", t0)
 	want := meta.Partition{
 		Topic: "orders", TopicID: "id-orders-1", Partition: 3,
-		Epoch: 1, Owner: "A", LeaseUntil: t0.Add(ttl).UnixMilli(), LastTS: -1,
+		Epoch: 1, Version: 1, Owner: "A", LeaseUntil: t0.Add(ttl).UnixMilli(), LastTS: -1,
 	}
 	if a.TakenOver {
 		t.Fatal("Acquire of a free item: TakenOver")
@@ -398,10 +417,13 @@ func testCommitRoundTrip(t *testing.T, s meta.Store) {
 	p.LeaseUntil = 1 // ignored: Commit sets now+ttl
 	must(t, "Commit", s.Commit(ctx, p, false, now, ttl))
 
-	want := withState(a.Partition, 42)
+	want := landed(withState(a.Partition, 42))
 	want.LeaseUntil = now.Add(ttl).UnixMilli()
 	got := get(t, s, key(0))
 	mustEqual(t, "Partition after Commit", norm(got), norm(want))
+	if got.Version != a.Version+1 {
+		t.Fatalf("version after Commit = %d, want %d", got.Version, a.Version+1)
+	}
 
 	// Neither the caller's p nor a returned value aliases the stored item.
 	p.Active.Size = -1
@@ -410,12 +432,13 @@ func testCommitRoundTrip(t *testing.T, s meta.Store) {
 	got.Sealed[1].NextOffset = -1
 	mustEqual(t, "Partition after mutating p and the result", norm(get(t, s, key(0))), norm(want))
 
-	// Commits with no segments round-trip too.
-	p2 := a.Partition
+	// Commits with no segments round-trip too. The holder carries the
+	// version its last commit left (a.Version+1) forward.
+	p2 := landed(a.Partition)
 	p2.NextOffset, p2.LastTS = 0, -1
 	must(t, "Commit empty", s.Commit(ctx, p2, false, now, ttl))
 	got = get(t, s, key(0))
-	if got.Active != nil || len(got.Sealed) != 0 || got.NextOffset != 0 || got.LastTS != -1 {
+	if got.Active != nil || len(got.Sealed) != 0 || got.NextOffset != 0 || got.LastTS != -1 || got.Version != a.Version+2 {
 		t.Fatalf("after empty Commit: %s", show(got))
 	}
 }
@@ -442,8 +465,9 @@ func testCommitRelease(t *testing.T, s meta.Store) {
 		t.Fatalf("after release: owner %q epoch %d, want \"\" 1", got.Owner, got.Epoch)
 	}
 	mustEqual(t, "committed state after release", committedOf(got), committedOf(withState(a.Partition, 9)))
-	// The released owner no longer owns it.
-	mustIs(t, "Commit after release", s.Commit(ctx, withState(a.Partition, 10), false, t0, ttl), meta.ErrFenced)
+	// The released owner no longer owns it, even naming the version its
+	// release left.
+	mustIs(t, "Commit after release", s.Commit(ctx, landed(withState(a.Partition, 10)), false, t0, ttl), meta.ErrFenced)
 	mustEqual(t, "state after refused Commit", norm(get(t, s, key(0))), norm(got))
 }
 
@@ -459,7 +483,7 @@ func testCommitFencedEpoch(t *testing.T, s meta.Store) {
 	mustIs(t, "Commit release with old epoch", s.Commit(ctx, withState(a.Partition, 3), true, t0, ttl), meta.ErrFenced)
 	// Even claiming the current owner's name with the old epoch.
 	forged := withState(a.Partition, 4)
-	forged.Owner = "B"
+	forged.Owner, forged.Version = "B", before.Version
 	mustIs(t, "Commit with old epoch as B", s.Commit(ctx, forged, false, t0, ttl), meta.ErrFenced)
 	mustEqual(t, "state after fenced commits", norm(get(t, s, key(0))), norm(before))
 }
@@ -471,7 +495,7 @@ func testCommitStaleOwner(t *testing.T, s meta.Store) {
 	before := get(t, s, key(0))
 	// A learns the new epoch somehow but is not the owner.
 	stale := withState(a.Partition, 5)
-	stale.Epoch = b.Epoch
+	stale.Epoch, stale.Version = b.Epoch, b.Version
 	mustIs(t, "Commit by stale owner with current epoch", s.Commit(ctx, stale, false, t0.Add(ttl), ttl), meta.ErrFenced)
 	mustIs(t, "Commit by stale owner with its epoch", s.Commit(ctx, withState(a.Partition, 5), false, t0, ttl), meta.ErrFenced)
 	mustEqual(t, "state after stale commits", norm(get(t, s, key(0))), norm(before))
@@ -518,7 +542,7 @@ func testCommitReleasedEmptyOwner(t *testing.T, s meta.Store) {
 	must(t, "Commit release", s.Commit(ctx, withState(a.Partition, 1), true, t0, ttl))
 	// The item now has the same epoch and owner "": a commit naming owner ""
 	// must not match it.
-	p := withState(a.Partition, 2)
+	p := landed(withState(a.Partition, 2))
 	p.Owner = ""
 	mustIs(t, "Commit with empty owner", s.Commit(ctx, p, false, t0, ttl), meta.ErrFenced)
 	if got := get(t, s, key(0)); got.NextOffset != withState(a.Partition, 1).NextOffset || got.Owner != "" {
@@ -576,8 +600,9 @@ func testConcurrentCommitTakeover(t *testing.T, s meta.Store) {
 
 	const maxA = 5000
 	var (
-		lastOK   int64 = -1 // A's last successful n
-		fencedAt int64 = -1 // A's first fenced n
+		cur            = a.Partition // A's view, carrying its version forward
+		lastOK   int64 = -1          // A's last successful n
+		fencedAt int64 = -1          // A's first fenced n
 		aErr     error
 		started  = make(chan struct{})
 		start    = sync.OnceFunc(func() { close(started) })
@@ -593,12 +618,13 @@ func testConcurrentCommitTakeover(t *testing.T, s meta.Store) {
 		if n == 3 {
 			start()
 		}
-		err := s.Commit(ctx, withState(a.Partition, n), false, t0, ttl)
+		err := s.Commit(ctx, withState(cur, n), false, t0, ttl)
 		switch {
 		case err == nil && fencedAt >= 0:
 			t.Fatalf("A's commit %d landed after A was fenced at %d", n, fencedAt)
 		case err == nil:
 			lastOK = n
+			cur = landed(cur)
 		case errors.Is(err, meta.ErrFenced):
 			if fencedAt < 0 {
 				fencedAt = n
@@ -616,13 +642,13 @@ func testConcurrentCommitTakeover(t *testing.T, s meta.Store) {
 	must(t, "B's Acquire", bErr)
 	if fencedAt < 0 {
 		// B acquired after A's last attempt: A's next commit must fail.
-		mustIs(t, "A's commit after B's Acquire", s.Commit(ctx, withState(a.Partition, maxA), false, t0, ttl), meta.ErrFenced)
+		mustIs(t, "A's commit after B's Acquire", s.Commit(ctx, withState(cur, maxA), false, t0, ttl), meta.ErrFenced)
 	}
 	if lastOK < 0 {
 		t.Fatal("none of A's commits landed before B's Acquire, which waited for 3 of them")
 	}
-	if !acq.TakenOver || acq.Epoch != 2 {
-		t.Fatalf("B's Acquire: epoch %d taken over %v, want 2 true", acq.Epoch, acq.TakenOver)
+	if !acq.TakenOver || acq.Epoch != 2 || acq.Version != cur.Version+1 {
+		t.Fatalf("B's Acquire: epoch %d version %d taken over %v, want 2 %d true", acq.Epoch, acq.Version, acq.TakenOver, cur.Version+1)
 	}
 	mustEqual(t, "state B acquired", committedOf(acq.Partition), committedOf(withState(a.Partition, lastOK)))
 
@@ -631,18 +657,20 @@ func testConcurrentCommitTakeover(t *testing.T, s meta.Store) {
 	var bLast int64
 	var bFail error
 	var aNotFenced int
+	bCur := acq.Partition
 	wg.Go(func() {
 		for i := range int64(rounds) {
-			if err := s.Commit(ctx, withState(acq.Partition, 10_000+i), false, later, ttl); err != nil {
+			if err := s.Commit(ctx, withState(bCur, 10_000+i), false, later, ttl); err != nil {
 				bFail = err
 				return
 			}
 			bLast = 10_000 + i
+			bCur = landed(bCur)
 		}
 	})
 	wg.Go(func() {
 		for i := range int64(rounds) {
-			if err := s.Commit(ctx, withState(a.Partition, 20_000+i), false, t0, ttl); !errors.Is(err, meta.ErrFenced) {
+			if err := s.Commit(ctx, withState(cur, 20_000+i), false, t0, ttl); !errors.Is(err, meta.ErrFenced) {
 				aNotFenced++
 			}
 		}
@@ -653,7 +681,7 @@ func testConcurrentCommitTakeover(t *testing.T, s meta.Store) {
 		t.Fatalf("%d of the fenced epoch's commits were not ErrFenced", aNotFenced)
 	}
 	got := get(t, s, key(0))
-	want := withState(acq.Partition, bLast)
+	want := withState(bCur, bLast)
 	want.LeaseUntil = later.Add(ttl).UnixMilli()
 	mustEqual(t, "final state", norm(got), norm(want))
 }
@@ -769,7 +797,7 @@ func testCommitKeepsTiering(t *testing.T, s meta.Store) {
 	if got.LogStartOffset != 7 || got.ColdEnd != 9 {
 		t.Fatalf("Commit overwrote the compactor's fields: log start %d cold end %d", got.LogStartOffset, got.ColdEnd)
 	}
-	if got.NextOffset != p.NextOffset || got.Owner != "A" || got.Epoch != a.Epoch {
+	if got.NextOffset != p.NextOffset || got.Owner != "A" || got.Epoch != a.Epoch || got.Version != a.Version+1 {
 		t.Fatalf("advance changed the writer's fields: %s", show(got))
 	}
 	b, err := s.Acquire(ctx, key(0), "B", t0.Add(time.Hour), ttl)
@@ -887,4 +915,246 @@ func testCatalogRace(t *testing.T, s meta.Store) {
 	got, err := s.Segments(ctx, key(0), 0, 0)
 	must(t, "Segments", err)
 	mustEqual(t, "one entry", got, []meta.CatalogEntry{entry(0, 10)})
+}
+
+// --- commit versions ---
+
+// Every Acquire bumps the version, whether the item was free, released,
+// expired or held by the same owner.
+func testAcquireBumpsVersion(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	a := acquire(t, s, key(0), "A", t0)
+	if a.Version != 1 {
+		t.Fatalf("first Acquire: version %d, want 1", a.Version)
+	}
+	must(t, "Commit release", s.Commit(ctx, withState(a.Partition, 1), true, t0, ttl))
+	b := acquire(t, s, key(0), "B", t0) // after a release
+	if b.Version != 3 {
+		t.Fatalf("Acquire after a release: version %d, want 3", b.Version)
+	}
+	c := acquire(t, s, key(0), "C", t0.Add(ttl)) // after expiry
+	if c.Version != 4 {
+		t.Fatalf("Acquire after expiry: version %d, want 4", c.Version)
+	}
+	again := acquire(t, s, key(0), "C", t0.Add(ttl)) // own live lease
+	if again.Version != 5 {
+		t.Fatalf("re-Acquire by the holder: version %d, want 5", again.Version)
+	}
+	mustEqual(t, "Partition after Acquires", norm(get(t, s, key(0))), norm(again.Partition))
+	// The re-Acquire fenced the earlier session by version as well as by
+	// epoch: a commit with the old session's version is refused even with
+	// the new epoch.
+	old := withState(c.Partition, 2)
+	old.Epoch = again.Epoch
+	mustIs(t, "Commit with the older session's version", s.Commit(ctx, old, false, t0.Add(ttl), ttl), meta.ErrFenced)
+	must(t, "Commit with the current version", s.Commit(ctx, withState(again.Partition, 3), false, t0.Add(ttl), ttl))
+}
+
+// A holder keeping its lease commits twice; a late copy of the first
+// commit (its old version, same epoch and owner) is refused and changes
+// nothing. Without versions it would roll next_offset back (audit finding
+// 2).
+func testCommitStaleVersion(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	a := acquire(t, s, key(0), "A", t0)
+	first := withState(a.Partition, 1)
+	must(t, "Commit 1", s.Commit(ctx, first, false, t0, ttl))
+	second := withState(landed(first), 2)
+	must(t, "Commit 2", s.Commit(ctx, second, false, t0, ttl))
+	before := get(t, s, key(0))
+	if before.Version != a.Version+2 || before.NextOffset != second.NextOffset {
+		t.Fatalf("after two commits: %s", show(before))
+	}
+	mustIs(t, "late copy of commit 1", s.Commit(ctx, first, false, t0, ttl), meta.ErrFenced)
+	mustIs(t, "late copy of commit 1, releasing", s.Commit(ctx, first, true, t0, ttl), meta.ErrFenced)
+	mustIs(t, "repeat of commit 2", s.Commit(ctx, second, false, t0, ttl), meta.ErrFenced)
+	mustEqual(t, "state after the late copies", norm(get(t, s, key(0))), norm(before))
+	// The holder's next commit still lands.
+	must(t, "Commit 3", s.Commit(ctx, withState(landed(second), 3), true, t0, ttl))
+}
+
+func testCommitFutureVersion(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	a := acquire(t, s, key(0), "A", t0)
+	p := landed(withState(a.Partition, 1))
+	mustIs(t, "Commit with a future version", s.Commit(ctx, p, false, t0, ttl), meta.ErrFenced)
+	mustEqual(t, "state after refused Commit", norm(get(t, s, key(0))), norm(a.Partition))
+}
+
+// The compactor's writes, the catalog and group offsets never move the
+// version: the holder's next commit names the version it left.
+func testTieringNoVersionBump(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	a := acquire(t, s, key(0), "A", t0)
+	p := withState(a.Partition, 1)
+	must(t, "Commit", s.Commit(ctx, p, false, t0, ttl))
+	before := get(t, s, key(0))
+	must(t, "AdvanceLogStart", s.AdvanceLogStart(ctx, key(0), 5))
+	must(t, "AdvanceColdEnd", s.AdvanceColdEnd(ctx, key(0), 6))
+	must(t, "AdvanceLogStart not greater", s.AdvanceLogStart(ctx, key(0), 1))
+	must(t, "PutSegment", s.PutSegment(ctx, key(0), entry(0, 10)))
+	must(t, "MarkSegmentCold", s.MarkSegmentCold(ctx, key(0), 10, t0.UnixMilli()))
+	must(t, "DeleteSegment", s.DeleteSegment(ctx, key(0), entry(0, 10)))
+	must(t, "CommitOffsets", s.CommitOffsets(ctx, "g", []meta.GroupOffset{{Topic: "orders", TopicID: "id-orders-1", Partition: 0, Offset: 1}}))
+	must(t, "CreateTopic", s.CreateTopic(ctx, topic("orders", "id-orders-1", 1)))
+	got := get(t, s, key(0))
+	if got.Version != before.Version || got.Epoch != before.Epoch {
+		t.Fatalf("version/epoch moved from %d/%d to %d/%d without an Acquire or Commit", before.Version, before.Epoch, got.Version, got.Epoch)
+	}
+	must(t, "holder's next Commit", s.Commit(ctx, withState(landed(p), 2), false, t0, ttl))
+}
+
+// --- fencing on delete ---
+
+func testFenceHeld(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	a := acquire(t, s, key(0), "A", t0)
+	p := withState(a.Partition, 1)
+	must(t, "Commit", s.Commit(ctx, p, false, t0, ttl))
+	must(t, "AdvanceColdEnd", s.AdvanceColdEnd(ctx, key(0), 3))
+	before := get(t, s, key(0))
+	other := acquire(t, s, key(1), "A", t0)
+
+	// A's lease is live: fencing does not wait for it.
+	must(t, "FencePartition", s.FencePartition(ctx, key(0)))
+	got := get(t, s, key(0))
+	want := before
+	want.Epoch, want.Version = before.Epoch+1, before.Version+1
+	want.Owner, want.LeaseUntil, want.Deleted = "", 0, true
+	mustEqual(t, "Partition after FencePartition", norm(got), norm(want))
+	mustEqual(t, "other partition", norm(get(t, s, key(1))), norm(other.Partition))
+
+	// The holder's next commit, with the version it carries, is fenced.
+	mustIs(t, "holder's Commit", s.Commit(ctx, withState(landed(p), 2), false, t0, ttl), meta.ErrFenced)
+	mustIs(t, "holder's release", s.Commit(ctx, withState(landed(p), 2), true, t0, ttl), meta.ErrFenced)
+	// Even naming the item's new epoch and version.
+	forged := withState(got, 3)
+	forged.Owner = "A"
+	mustIs(t, "Commit with the fenced epoch and version", s.Commit(ctx, forged, false, t0, ttl), meta.ErrFenced)
+	// Nobody can take it, the holder included, expired or not.
+	for _, owner := range []string{"A", "B"} {
+		_, err := s.Acquire(ctx, key(0), owner, t0.Add(time.Hour), ttl)
+		mustIs(t, "Acquire of a fenced partition by "+owner, err, meta.ErrNotFound)
+	}
+	mustEqual(t, "Partition after refused writes", norm(get(t, s, key(0))), norm(want))
+	// The compactor's monotonic writes still apply (it only ever moves
+	// forward, and DeleteTopic's cleanup removes the item anyway).
+	must(t, "AdvanceLogStart on a fenced partition", s.AdvanceLogStart(ctx, key(0), 2))
+}
+
+// A missing item is created Deleted: a writer with the topic cached must
+// not create it afresh.
+func testFenceMissing(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	must(t, "FencePartition of a missing item", s.FencePartition(ctx, key(4)))
+	got := get(t, s, key(4))
+	if !got.Deleted || got.Owner != "" || got.Epoch != 1 || got.Version != 1 || got.NextOffset != 0 || got.Active != nil {
+		t.Fatalf("fenced missing partition: %s", show(got))
+	}
+	_, err := s.Acquire(ctx, key(4), "A", t0, ttl)
+	mustIs(t, "Acquire of a fenced missing partition", err, meta.ErrNotFound)
+	p := withState(meta.Partition{Topic: "orders", TopicID: "id-orders-1", Partition: 4, Epoch: 1, Version: 1, Owner: "A"}, 1)
+	mustIs(t, "Commit to a fenced missing partition", s.Commit(ctx, p, false, t0, ttl), meta.ErrFenced)
+	mustEqual(t, "after refused writes", norm(get(t, s, key(4))), norm(got))
+}
+
+func testFenceIdempotent(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	a := acquire(t, s, key(0), "A", t0)
+	must(t, "Commit", s.Commit(ctx, withState(a.Partition, 1), true, t0, ttl))
+	must(t, "FencePartition", s.FencePartition(ctx, key(0)))
+	first := get(t, s, key(0))
+	must(t, "FencePartition again", s.FencePartition(ctx, key(0)))
+	got := get(t, s, key(0))
+	if !got.Deleted || got.Owner != "" || got.Epoch < first.Epoch || got.Version < first.Version {
+		t.Fatalf("after a second FencePartition: %s (first: %s)", show(got), show(first))
+	}
+	mustEqual(t, "committed state after fencing twice", committedOf(got), committedOf(first))
+	_, err := s.Acquire(ctx, key(0), "B", t0, ttl)
+	mustIs(t, "Acquire after fencing twice", err, meta.ErrNotFound)
+}
+
+// DeletePartition removes a fenced item like any other; the next Acquire
+// starts from the zero state (the broker orders its steps so that no stale
+// writer reaches this point; see meta.Store).
+func testFenceThenDelete(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	must(t, "FencePartition", s.FencePartition(ctx, key(0)))
+	must(t, "DeletePartition", s.DeletePartition(ctx, key(0)))
+	mustEqual(t, "deleted fenced partition", norm(get(t, s, key(0))), meta.Partition{Topic: "orders", TopicID: "id-orders-1", Partition: 0, LastTS: -1})
+	b := acquire(t, s, key(0), "B", t0)
+	if b.Epoch != 1 || b.Version != 1 || b.Deleted || b.TakenOver {
+		t.Fatalf("Acquire after deleting a fenced partition: %s", show(b.Partition))
+	}
+}
+
+// --- cold marks ---
+
+func testCatalogMarkCold(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	for i := int64(0); i < 3; i++ {
+		must(t, "PutSegment", s.PutSegment(ctx, key(0), entry(i*10, i*10+10)))
+	}
+	must(t, "PutSegment other partition", s.PutSegment(ctx, key(1), entry(10, 20)))
+	ms := t0.UnixMilli() + 500
+	must(t, "MarkSegmentCold", s.MarkSegmentCold(ctx, key(0), 20, ms))
+	// The first mark wins.
+	must(t, "MarkSegmentCold again, later", s.MarkSegmentCold(ctx, key(0), 20, ms+1000))
+	must(t, "MarkSegmentCold again, earlier", s.MarkSegmentCold(ctx, key(0), 20, ms-1000))
+	marked := entry(10, 20)
+	marked.ColdMs = ms
+	want := []meta.CatalogEntry{entry(0, 10), marked, entry(20, 30)}
+	got, err := s.Segments(ctx, key(0), -1, 0)
+	must(t, "Segments", err)
+	mustEqual(t, "entries after marking", got, want)
+	got, err = s.Segments(ctx, key(0), 15, 1)
+	must(t, "Segments from 15", err)
+	mustEqual(t, "marked entry from a ranged read", got, []meta.CatalogEntry{marked})
+	other, err := s.Segments(ctx, key(1), -1, 0)
+	must(t, "Segments other partition", err)
+	mustEqual(t, "other partition's entry", other, []meta.CatalogEntry{entry(10, 20)})
+	// A racing compactor's put of the same segment is still success and
+	// does not clear the mark.
+	must(t, "PutSegment of the marked entry", s.PutSegment(ctx, key(0), entry(10, 20)))
+	got, err = s.Segments(ctx, key(0), -1, 0)
+	must(t, "Segments", err)
+	mustEqual(t, "entries after a repeated put", got, want)
+}
+
+func testCatalogMarkColdMissing(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	mustIs(t, "MarkSegmentCold with no catalog", s.MarkSegmentCold(ctx, key(0), 10, 1), meta.ErrNotFound)
+	must(t, "PutSegment", s.PutSegment(ctx, key(0), entry(0, 10)))
+	mustIs(t, "MarkSegmentCold of another offset", s.MarkSegmentCold(ctx, key(0), 20, 1), meta.ErrNotFound)
+	mustIs(t, "MarkSegmentCold of another partition", s.MarkSegmentCold(ctx, key(1), 10, 1), meta.ErrNotFound)
+	must(t, "DeleteSegment", s.DeleteSegment(ctx, key(0), entry(0, 10)))
+	mustIs(t, "MarkSegmentCold of a deleted entry", s.MarkSegmentCold(ctx, key(0), 10, 1), meta.ErrNotFound)
+	got, err := s.Segments(ctx, key(0), -1, 0)
+	must(t, "Segments", err)
+	if len(got) != 0 {
+		t.Fatalf("MarkSegmentCold created entries: %+v", got)
+	}
+}
+
+// --- topic ids on group offsets ---
+
+func testGroupTopicID(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	must(t, "CommitOffsets", s.CommitOffsets(ctx, "g", []meta.GroupOffset{
+		{Topic: "orders", TopicID: "id-1", Partition: 0, Offset: 5, Metadata: "a"},
+		{Topic: "orders", Partition: 1, Offset: 6}, // written before ids were recorded
+		{Topic: "orders", TopicID: "id-1", Partition: 2, Offset: 7},
+	}))
+	// The topic was re-created: a commit for the new incarnation replaces
+	// the old one's offset.
+	must(t, "CommitOffsets new incarnation", s.CommitOffsets(ctx, "g", []meta.GroupOffset{
+		{Topic: "orders", TopicID: "id-2", Partition: 2, Offset: 1},
+	}))
+	got, err := s.GroupOffsets(ctx, "g", "orders")
+	must(t, "GroupOffsets", err)
+	mustEqual(t, "GroupOffsets", got, []meta.GroupOffset{
+		{Topic: "orders", TopicID: "id-1", Partition: 0, Offset: 5, Metadata: "a"},
+		{Topic: "orders", Partition: 1, Offset: 6},
+		{Topic: "orders", TopicID: "id-2", Partition: 2, Offset: 1},
+	})
 }
