@@ -39,8 +39,20 @@ func crashOp(ctx context.Context, s *Store, acq meta.Partition, n int) error {
 	case 4:
 		return s.CommitOffsets(ctx, "g", []meta.GroupOffset{{Topic: "orders", Partition: n % 3, Offset: int64(n)}})
 	default:
-		return s.Commit(ctx, committed(acq, int64(n), n/50%20), false, t0, crashTTL)
+		return s.Commit(ctx, crashCommit(acq, n), false, t0, crashTTL)
 	}
+}
+
+// crashCommit is the state mutation n (a commit) writes: the holder carries
+// the version forward, one per commit before it.
+func crashCommit(acq meta.Partition, n int) meta.Partition {
+	p := committed(acq, int64(n), n/50%20)
+	before := 8*(n/10) + n%10 // ops 4 and 9 of each ten are not commits
+	if n%10 > 4 {
+		before--
+	}
+	p.Version += uint64(before)
+	return p
 }
 
 // crashModel is what the store must hold after the first n mutations.
@@ -60,7 +72,8 @@ func expectAfter(acq meta.Partition, n int) crashModel {
 		case 4:
 			offs[i%3] = int64(i)
 		default:
-			m.Part = clonePartition(committed(acq, int64(i), i/50%20))
+			m.Part = clonePartition(crashCommit(acq, i))
+			m.Part.Version++ // the version the commit left
 		}
 	}
 	for p := range 3 {
@@ -156,7 +169,7 @@ func TestCrash(t *testing.T) {
 			// Acks already in the pipe at the kill count too: read to EOF.
 			s := openT(t, dir)
 			got := observe(t, s)
-			acq := meta.Partition{Topic: crashKey.Topic, TopicID: crashKey.TopicID, Epoch: 1, Owner: "crash", LastTS: -1}
+			acq := meta.Partition{Topic: crashKey.Topic, TopicID: crashKey.TopicID, Epoch: 1, Version: 1, Owner: "crash", LastTS: -1}
 			okWith := func(n int) bool {
 				want := expectAfter(acq, n)
 				return reflect.DeepEqual(norm(got), norm(want))

@@ -284,11 +284,15 @@ func (s *Store) Acquire(ctx context.Context, k meta.PartitionKey, owner string, 
 		if !ok {
 			cur = zeroPartition(k)
 		}
+		if cur.Deleted {
+			return nil, fmt.Errorf("%w: partition %s/%s/%d is deleted", meta.ErrNotFound, k.Topic, k.TopicID, k.Partition)
+		}
 		if cur.Owner != "" && cur.Owner != owner && now.UnixMilli() < cur.LeaseUntil {
 			return nil, fmt.Errorf("%w: %s/%s/%d by %q until %d", meta.ErrLeaseHeld, k.Topic, k.TopicID, k.Partition, cur.Owner, cur.LeaseUntil)
 		}
 		next := clonePartition(cur)
 		next.Epoch++
+		next.Version++
 		next.Owner = owner
 		next.LeaseUntil = now.Add(ttl).UnixMilli()
 		out = meta.Acquired{Partition: clonePartition(next), TakenOver: cur.Owner != ""}
@@ -305,11 +309,12 @@ func (s *Store) Commit(ctx context.Context, p meta.Partition, release bool, now 
 	k := keyOf(p)
 	return s.mutate(ctx, func(st *state) (*entry, error) {
 		cur, ok := st.parts[k]
-		if !ok || p.Owner == "" || cur.Epoch != p.Epoch || cur.Owner != p.Owner {
-			return nil, fmt.Errorf("%w: %s/%s/%d epoch %d owner %q, item has epoch %d owner %q",
-				meta.ErrFenced, k.Topic, k.TopicID, k.Partition, p.Epoch, p.Owner, cur.Epoch, cur.Owner)
+		if !ok || p.Owner == "" || cur.Deleted || cur.Epoch != p.Epoch || cur.Owner != p.Owner || cur.Version != p.Version {
+			return nil, fmt.Errorf("%w: %s/%s/%d epoch %d owner %q version %d, item has epoch %d owner %q version %d deleted %v",
+				meta.ErrFenced, k.Topic, k.TopicID, k.Partition, p.Epoch, p.Owner, p.Version, cur.Epoch, cur.Owner, cur.Version, cur.Deleted)
 		}
 		next := cur
+		next.Version = cur.Version + 1
 		next.NextOffset = p.NextOffset
 		next.LastTS = p.LastTS
 		next.Active = p.Active
@@ -321,6 +326,24 @@ func (s *Store) Commit(ctx context.Context, p meta.Partition, release bool, now 
 			next.LeaseUntil = now.Add(ttl).UnixMilli()
 		}
 		next = clonePartition(next) // the caller keeps p
+		return &entry{Op: opPutPart, Part: &next}, nil
+	})
+}
+
+// FencePartition implements meta.Store. It always writes (a fenced item is
+// fenced again, bumping epoch and version once more), so a retry after an
+// unknown outcome is safe.
+func (s *Store) FencePartition(ctx context.Context, k meta.PartitionKey) error {
+	return s.mutate(ctx, func(st *state) (*entry, error) {
+		cur, ok := st.parts[k]
+		if !ok {
+			cur = zeroPartition(k)
+		}
+		next := clonePartition(cur)
+		next.Epoch++
+		next.Version++
+		next.Owner, next.LeaseUntil = "", 0
+		next.Deleted = true
 		return &entry{Op: opPutPart, Part: &next}, nil
 	})
 }
@@ -380,6 +403,23 @@ func (s *Store) Segments(ctx context.Context, k meta.PartitionKey, from int64, l
 		out = out[:limit]
 	}
 	return out, err
+}
+
+// MarkSegmentCold implements meta.Store: one put_seg entry with the whole
+// new entry, or nothing when the entry is already marked.
+func (s *Store) MarkSegmentCold(ctx context.Context, k meta.PartitionKey, nextOffset, ms int64) error {
+	return s.mutate(ctx, func(st *state) (*entry, error) {
+		cur, ok := st.segs[k][nextOffset]
+		if !ok {
+			return nil, fmt.Errorf("%w: segment ending at %d of %s/%s/%d", meta.ErrNotFound, nextOffset, k.Topic, k.TopicID, k.Partition)
+		}
+		if cur.ColdMs != 0 || ms == 0 {
+			return nil, nil
+		}
+		cur.ColdMs = ms
+		pk := partKey(k)
+		return &entry{Op: opPutSeg, Key: &pk, Seg: &cur}, nil
+	})
 }
 
 // DeleteSegment implements meta.Store.
