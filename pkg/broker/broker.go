@@ -30,7 +30,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -65,7 +64,8 @@ type Config struct {
 	ReadOnly bool
 	// IndexIntervalBytes is the sparse index spacing. Default 4096.
 	IndexIntervalBytes int
-	// FS opens segment files (fault injection in tests). Default the OS.
+	// FS is the hot tier's file system (fault injection and simulation in
+	// tests). Default the OS.
 	FS segment.FS
 	// Objects is the cold tier. Nil: no cold tier (nothing is ever tiered).
 	Objects objstore.Store
@@ -106,6 +106,9 @@ func (c *Config) applyDefaults() error {
 	if c.Cache == nil {
 		c.Cache = tier.NewCache(256 << 20)
 	}
+	if c.FS == nil {
+		c.FS = segment.OSFS{}
+	}
 	return nil
 }
 
@@ -118,7 +121,16 @@ type Broker struct {
 	mu     sync.RWMutex
 	topics map[string]*topic
 	closed bool
+
+	// crashAfter, in tests, stops DeleteTopic after the named step
+	// ("fence", "topic", "files"), as a crash there would.
+	crashAfter func(step string) bool
 }
+
+// errCrashed is what DeleteTopic returns when a test stops it part way.
+var errCrashed = errors.New("broker: stopped by test")
+
+func (b *Broker) crashed(step string) bool { return b.crashAfter != nil && b.crashAfter(step) }
 
 type topic struct {
 	cfg meta.TopicConfig
@@ -142,7 +154,7 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	if !cfg.ReadOnly {
-		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		if err := cfg.FS.MkdirAll(cfg.DataDir, 0o755); err != nil {
 			return nil, fmt.Errorf("broker: data dir: %w", err)
 		}
 	}
@@ -169,16 +181,21 @@ func (b *Broker) CreateTopic(ctx context.Context, spec TopicSpec) (Topic, error)
 	if b.cfg.ReadOnly {
 		return Topic{}, errReadOnly
 	}
+	// The directory first, then the metadata: a topic that exists can be
+	// written. The directory's name carries the new random id, so nobody
+	// else uses it and removing it after a failed create is safe.
+	dir := b.topicDir(t)
+	if err := b.cfg.FS.MkdirAll(dir, 0o755); err != nil {
+		return Topic{}, fmt.Errorf("%w: create topic %q: directory: %w", ErrUnavailable, t.Name, err)
+	}
 	if err := b.cfg.Meta.CreateTopic(ctx, t); err != nil {
+		if rerr := b.cfg.FS.RemoveAll(dir); rerr != nil {
+			b.cfg.Logger.Warn("remove directory of a topic not created", "topic", t.Name, "err", rerr)
+		}
 		if errors.Is(err, meta.ErrTopicExists) {
 			return Topic{}, fmt.Errorf("%w: %q", ErrTopicExists, t.Name)
 		}
-		return Topic{}, fmt.Errorf("broker: create topic %q: %w", t.Name, err)
-	}
-	if !b.cfg.ReadOnly {
-		if err := os.MkdirAll(b.topicDir(t), 0o755); err != nil {
-			return Topic{}, fmt.Errorf("broker: create topic dir: %w", err)
-		}
+		return Topic{}, metaErr(fmt.Sprintf("create topic %q", t.Name), err)
 	}
 	return t, nil
 }
@@ -247,14 +264,17 @@ func (b *Broker) Topic(ctx context.Context, name string) (Topic, error) {
 	if errors.Is(err, meta.ErrNotFound) {
 		return Topic{}, fmt.Errorf("%w: %q", ErrTopicNotFound, name)
 	}
-	return t, err
+	if err != nil {
+		return Topic{}, metaErr(fmt.Sprintf("read topic %q", name), err)
+	}
+	return t, nil
 }
 
 // Topics lists topics sorted by name.
 func (b *Broker) Topics(ctx context.Context) ([]Topic, error) {
 	ts, err := b.cfg.Meta.Topics(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("broker: list topics: %w", err)
+		return nil, metaErr("list topics", err)
 	}
 	sort.Slice(ts, func(i, j int) bool { return ts[i].Name < ts[j].Name })
 	return ts, nil
@@ -279,7 +299,7 @@ func (b *Broker) acquire(ctx context.Context, name string) (*topic, error) {
 				return nil, fmt.Errorf("%w: %q", ErrTopicNotFound, name)
 			}
 			if err != nil {
-				return nil, fmt.Errorf("broker: read topic %q: %w", name, err)
+				return nil, metaErr(fmt.Sprintf("read topic %q", name), err)
 			}
 			t = &topic{cfg: cfg, dir: b.topicDir(cfg), parts: make([]*partition.Log, cfg.Partitions), broker: b}
 			b.mu.Lock()
@@ -325,10 +345,11 @@ func (t *topic) part(ctx context.Context, p int) (*partition.Log, error) {
 	if l := t.parts[p]; l != nil {
 		return l, nil
 	}
-	dir := partition.Dir(t.broker.cfg.DataDir, meta.PartitionKey{Topic: t.cfg.Name, TopicID: t.cfg.ID, Partition: p})
+	c0 := t.broker.cfg
+	dir := partition.Dir(c0.DataDir, meta.PartitionKey{Topic: t.cfg.Name, TopicID: t.cfg.ID, Partition: p})
 	if !t.broker.cfg.ReadOnly {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("broker: partition dir: %w", err)
+		if err := c0.FS.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("%w: partition dir: %w", ErrUnavailable, err)
 		}
 	}
 	c := t.broker.cfg
@@ -356,8 +377,19 @@ func (t *topic) part(ctx context.Context, p int) (*partition.Log, error) {
 	return l, nil
 }
 
-// DeleteTopic deletes a topic: it waits for in-flight operations, closes
-// the partitions, removes the metadata, then the files.
+// DeleteTopic deletes a topic: it waits for this process's in-flight
+// operations and closes the partitions, then
+//
+//  1. fences every partition item (FencePartition): from here no writer in
+//     any process, whatever incarnation it has cached, can acquire or commit;
+//  2. deletes the topic item: the topic is gone for clients;
+//  3. removes the files, then the partition items.
+//
+// A crash after 1 leaves the topic listed but unwritable (produce answers
+// topic_not_found) until the delete is retried; a crash after 2 leaves
+// fenced items and files nobody can write. Deleting the topic item first
+// would leave writable partition items that a process with the old
+// incarnation cached could keep acknowledging writes into.
 func (b *Broker) DeleteTopic(ctx context.Context, name string) error {
 	if err := ValidTopicName(name); err != nil {
 		return err
@@ -370,7 +402,7 @@ func (b *Broker) DeleteTopic(ctx context.Context, name string) error {
 		return fmt.Errorf("%w: %q", ErrTopicNotFound, name)
 	}
 	if err != nil {
-		return fmt.Errorf("broker: read topic %q: %w", name, err)
+		return metaErr(fmt.Sprintf("read topic %q", name), err)
 	}
 	b.mu.Lock()
 	t := b.topics[name]
@@ -379,22 +411,37 @@ func (b *Broker) DeleteTopic(ctx context.Context, name string) error {
 	if t != nil {
 		t.close(ctx)
 	}
+	for p := 0; p < cfg.Partitions; p++ {
+		k := meta.PartitionKey{Topic: cfg.Name, TopicID: cfg.ID, Partition: p}
+		if err := b.cfg.Meta.FencePartition(ctx, k); err != nil {
+			return fmt.Errorf("%w: delete topic %q: fence partition %d: %w", ErrUnavailable, name, p, err)
+		}
+	}
+	if b.crashed("fence") {
+		return errCrashed
+	}
 	if err := b.cfg.Meta.DeleteTopic(ctx, name); err != nil {
 		if errors.Is(err, meta.ErrNotFound) {
 			return fmt.Errorf("%w: %q", ErrTopicNotFound, name)
 		}
-		return fmt.Errorf("broker: delete topic %q: %w", name, err)
+		return metaErr(fmt.Sprintf("delete topic %q", name), err)
 	}
 	// The topic is gone for clients; what follows is cleanup, and a crash
-	// here leaves only unreferenced items and files.
+	// here leaves only fenced items and files nobody can write.
+	if b.crashed("topic") {
+		return errCrashed
+	}
+	if err := b.cfg.FS.RemoveAll(b.topicDir(cfg)); err != nil {
+		b.cfg.Logger.Warn("remove topic dir", "topic", name, "err", err)
+	}
+	if b.crashed("files") {
+		return errCrashed
+	}
 	for p := 0; p < cfg.Partitions; p++ {
 		k := meta.PartitionKey{Topic: cfg.Name, TopicID: cfg.ID, Partition: p}
 		if err := b.cfg.Meta.DeletePartition(ctx, k); err != nil && !errors.Is(err, meta.ErrNotFound) {
 			b.cfg.Logger.Warn("delete partition item", "topic", name, "partition", p, "err", err)
 		}
-	}
-	if err := os.RemoveAll(b.topicDir(cfg)); err != nil {
-		b.cfg.Logger.Warn("remove topic dir", "topic", name, "err", err)
 	}
 	if b.cfg.OnDeleteTopic != nil {
 		b.cfg.OnDeleteTopic(ctx, cfg)
@@ -532,7 +579,7 @@ func (b *Broker) appendTo(ctx context.Context, t *topic, p int, batch []partitio
 		return partition.Appended{}, err
 	}
 	app, err := l.Append(ctx, batch)
-	return app, mapErr(err)
+	return app, t.mapErr(err)
 }
 
 func checkBatch(recs []ProduceRecord) error {
@@ -558,10 +605,21 @@ func mapErr(err error) error {
 		return nil
 	case errors.As(err, &oor):
 		return &OffsetOutOfRangeError{Offset: oor.Offset, LogStartOffset: oor.LogStartOffset, HighWatermark: oor.HighWatermark}
+	case errors.Is(err, partition.ErrDeleted):
+		return fmt.Errorf("%w: the topic is being deleted", ErrTopicNotFound)
 	case errors.Is(err, partition.ErrUnavailable), errors.Is(err, partition.ErrClosed):
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return err
+}
+
+// mapErr is mapErr for an operation on t: a partition fenced for deletion
+// also means t is an incarnation to forget.
+func (t *topic) mapErr(err error) error {
+	if errors.Is(err, partition.ErrDeleted) {
+		t.stale.Store(true)
+	}
+	return mapErr(err)
 }
 
 // Fetch reads records of one partition from req.Offset on. With Wait, a
@@ -592,16 +650,52 @@ func (b *Broker) Fetch(ctx context.Context, req FetchRequest) (FetchResult, erro
 		recs, bounds, err = l.Read(ctx, req.Offset, maxRecords, maxBytes)
 	}
 	if errors.Is(err, partition.ErrNotHot) {
-		recs, err = b.readCold(ctx, t, req.Partition, req.Offset, maxRecords, maxBytes)
+		recs, bounds, err = b.fetchCold(ctx, t, l, req.Partition, req.Offset, maxRecords, maxBytes)
 	}
 	if err != nil {
-		return FetchResult{}, mapErr(err)
+		return FetchResult{}, t.mapErr(err)
 	}
 	next := req.Offset
 	if len(recs) > 0 {
 		next = recs[len(recs)-1].Offset + 1
 	}
 	return FetchResult{Records: recs, NextOffset: next, HighWatermark: bounds.HighWatermark, LogStartOffset: bounds.LogStartOffset}, nil
+}
+
+// raceRetries bounds how often a read that raced the compactor (tiering or
+// retention moved a boundary between two metadata reads) looks again.
+const raceRetries = 3
+
+// fetchCold reads offset, below the hot start, from the cold tier. A cold
+// read can race the compactor: retention may delete the artifact and its
+// catalog entry after the bounds were read. On any failure the bounds are
+// read again, and the answer follows them: below the new log start is out
+// of range (416, never 500); at or past the hot start reads the hot tier.
+func (b *Broker) fetchCold(ctx context.Context, t *topic, l *partition.Log, p int, offset int64, maxRecords, maxBytes int) ([]Record, partition.Bounds, error) {
+	var bounds partition.Bounds
+	for attempt := 1; ; attempt++ {
+		recs, err := b.readCold(ctx, t, p, offset, maxRecords, maxBytes)
+		if err == nil {
+			nb, berr := l.Bounds(ctx)
+			return recs, nb, berr
+		}
+		nb, berr := l.Bounds(ctx)
+		if berr != nil {
+			return nil, bounds, berr
+		}
+		bounds = nb
+		switch {
+		case offset < nb.LogStartOffset || offset > nb.HighWatermark:
+			return nil, nb, &partition.OutOfRangeError{Offset: offset, LogStartOffset: nb.LogStartOffset, HighWatermark: nb.HighWatermark}
+		case offset >= nb.HotStart:
+			recs, nb, err = l.Read(ctx, offset, maxRecords, maxBytes)
+			if !errors.Is(err, partition.ErrNotHot) {
+				return recs, nb, err
+			}
+		case attempt >= raceRetries:
+			return nil, nb, err
+		}
+	}
 }
 
 // readCold reads offset from the cold tier through the catalog.
@@ -627,23 +721,42 @@ func (b *Broker) readCold(ctx context.Context, t *topic, p int, offset int64, ma
 
 // Offsets returns a partition's log start offset and high watermark.
 func (b *Broker) Offsets(ctx context.Context, topicName string, p int) (Offsets, error) {
+	_, o, err := b.topicOffsets(ctx, topicName, p)
+	return o, err
+}
+
+// topicOffsets is Offsets, with the id of the topic incarnation they are of.
+func (b *Broker) topicOffsets(ctx context.Context, topicName string, p int) (string, Offsets, error) {
 	t, err := b.acquire(ctx, topicName)
 	if err != nil {
-		return Offsets{}, err
+		return "", Offsets{}, err
 	}
 	defer t.release()
 	l, err := t.part(ctx, p)
 	if err != nil {
-		return Offsets{}, err
+		return "", Offsets{}, err
 	}
 	bounds, err := l.Bounds(ctx)
 	if err != nil {
-		return Offsets{}, mapErr(err)
+		return "", Offsets{}, t.mapErr(err)
 	}
-	return Offsets{LogStartOffset: bounds.LogStartOffset, HighWatermark: bounds.HighWatermark}, nil
+	return t.cfg.ID, Offsets{LogStartOffset: bounds.LogStartOffset, HighWatermark: bounds.HighWatermark}, nil
 }
 
-// OffsetForTime returns the earliest offset whose timestamp is >= ts.
+// metaErr wraps a metadata store error of operation op: one whose outcome
+// is unknown or that the store could not serve is ErrUnavailable (503).
+func metaErr(op string, err error) error {
+	if errors.Is(err, meta.ErrUnavailable) {
+		return fmt.Errorf("%w: %s: %w", ErrUnavailable, op, err)
+	}
+	return fmt.Errorf("broker: %s: %w", op, err)
+}
+
+// OffsetForTime returns the earliest offset whose timestamp is >= ts. Both
+// tiers are asked about one split: the cold tier below the hot start of one
+// view, the hot tier from there on. If tiering moved the split in between,
+// the hot tier says so (ErrNotHot) and the lookup starts again, so a
+// segment tiered meanwhile is never skipped by both.
 func (b *Broker) OffsetForTime(ctx context.Context, topicName string, p int, ts int64) (TimeOffset, error) {
 	t, err := b.acquire(ctx, topicName)
 	if err != nil {
@@ -654,19 +767,37 @@ func (b *Broker) OffsetForTime(ctx context.Context, topicName string, p int, ts 
 	if err != nil {
 		return TimeOffset{}, err
 	}
+	for attempt := 1; ; attempt++ {
+		to, err := b.offsetForTime(ctx, t, l, p, ts)
+		if (errors.Is(err, partition.ErrNotHot) || errors.Is(err, objstore.ErrNotFound)) && attempt < raceRetries {
+			continue // raced tiering or retention: look again
+		}
+		if errors.Is(err, partition.ErrNotHot) {
+			err = fmt.Errorf("%w: the cold tier boundary keeps moving", ErrUnavailable)
+		}
+		return to, t.mapErr(err)
+	}
+}
+
+func (b *Broker) offsetForTime(ctx context.Context, t *topic, l *partition.Log, p int, ts int64) (TimeOffset, error) {
+	var from int64
 	if b.cold != nil {
 		// The cold tier holds the oldest records: look there first.
 		bounds, err := l.Bounds(ctx)
 		if err != nil {
-			return TimeOffset{}, mapErr(err)
+			return TimeOffset{}, err
 		}
+		from = bounds.HotStart
 		k := meta.PartitionKey{Topic: t.cfg.Name, TopicID: t.cfg.ID, Partition: p}
 		entries, err := b.cfg.Meta.Segments(ctx, k, bounds.LogStartOffset, 0)
 		if err != nil {
 			return TimeOffset{}, fmt.Errorf("%w: read catalog: %w", ErrUnavailable, err)
 		}
 		for _, e := range entries {
-			if e.LastTS < ts || e.NextOffset > bounds.HotStart {
+			if e.NextOffset > from {
+				break
+			}
+			if e.LastTS < ts {
 				continue
 			}
 			off, at, found, err := b.cold.OffsetForTime(ctx, e, ts, tier.Options{CacheEnabled: t.cfg.CacheEnabled})
@@ -678,9 +809,9 @@ func (b *Broker) OffsetForTime(ctx context.Context, topicName string, p int, ts 
 			}
 		}
 	}
-	off, at, found, err := l.OffsetForTime(ctx, ts)
+	off, at, found, err := l.OffsetForTime(ctx, ts, from)
 	if err != nil {
-		return TimeOffset{}, mapErr(err)
+		return TimeOffset{}, err
 	}
 	return TimeOffset{Offset: off, Timestamp: at, Found: found}, nil
 }
@@ -691,17 +822,19 @@ func (b *Broker) CommitGroupOffsets(ctx context.Context, group string, offsets [
 	if len(offsets) == 0 {
 		return fmt.Errorf("%w: no offsets", ErrInvalid)
 	}
-	for _, o := range offsets {
-		bounds, err := b.Offsets(ctx, o.Topic, o.Partition)
+	offsets = append([]meta.GroupOffset(nil), offsets...)
+	for i, o := range offsets {
+		id, bounds, err := b.topicOffsets(ctx, o.Topic, o.Partition)
 		if err != nil {
 			return err
 		}
 		if o.Offset < bounds.LogStartOffset || o.Offset > bounds.HighWatermark {
 			return &OffsetOutOfRangeError{Offset: o.Offset, LogStartOffset: bounds.LogStartOffset, HighWatermark: bounds.HighWatermark}
 		}
+		offsets[i].TopicID = id // offsets belong to this incarnation only
 	}
 	if err := b.cfg.Meta.CommitOffsets(ctx, group, offsets); err != nil {
-		return fmt.Errorf("broker: commit offsets of group %q: %w", group, err)
+		return metaErr(fmt.Sprintf("commit offsets of group %q", group), err)
 	}
 	return nil
 }
@@ -716,12 +849,12 @@ func (b *Broker) GroupOffsets(ctx context.Context, group, topicName string) ([]G
 	defer t.release()
 	offs, err := b.cfg.Meta.GroupOffsets(ctx, group, topicName)
 	if err != nil {
-		return nil, fmt.Errorf("broker: read offsets of group %q: %w", group, err)
+		return nil, metaErr(fmt.Sprintf("read offsets of group %q", group), err)
 	}
 	out := make([]GroupOffset, 0, len(offs))
 	for _, o := range offs {
-		if o.Partition >= t.cfg.Partitions {
-			continue // left from an earlier topic of that name
+		if (o.TopicID != "" && o.TopicID != t.cfg.ID) || o.Partition >= t.cfg.Partitions {
+			continue // left from an earlier topic of that name: deleted with it
 		}
 		l, err := t.part(ctx, o.Partition)
 		if err != nil {

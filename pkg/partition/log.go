@@ -58,6 +58,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/tierlog/tierlog/pkg/index"
@@ -78,6 +79,9 @@ var (
 	ErrNotHot = errors.New("partition: offset in the cold tier")
 	// ErrCorrupt means committed bytes are missing or damaged.
 	ErrCorrupt = errors.New("partition: corrupt")
+	// ErrDeleted means the partition's topic is being deleted (its item is
+	// fenced): nothing was written, and the topic should be looked up again.
+	ErrDeleted = errors.New("partition: topic deleted")
 )
 
 // OutOfRangeError reports a read outside [LogStartOffset, HighWatermark].
@@ -312,7 +316,8 @@ func (l *Log) flush(ctx context.Context, batch []*pending) {
 func (l *Log) write(ctx context.Context, batch []*pending) ([]Appended, error) {
 	l.sealed = false
 	start := time.Now()
-	if err := l.ensureWriter(ctx); err != nil {
+	err := l.ensureWriter(ctx)
+	if err != nil {
 		return nil, err
 	}
 	now := l.cfg.Now()
@@ -324,7 +329,16 @@ func (l *Log) write(ctx context.Context, batch []*pending) ([]Appended, error) {
 	for _, p := range batch {
 		total += p.size
 	}
-	if err := l.maybeRoll(&st, now, int64(total)); err != nil {
+	// No writer: the first segment, or the active one was sealed when the
+	// lease was acquired (a takeover, or damage). The new file goes into st
+	// only: until a commit names it, a release commits l.lease, which does
+	// not.
+	if l.w == nil {
+		err = l.roll(&st, now)
+	} else {
+		err = l.maybeRoll(&st, now, int64(total))
+	}
+	if err != nil {
 		l.dropWriter(ctx)
 		return nil, err
 	}
@@ -339,7 +353,7 @@ func (l *Log) write(ctx context.Context, batch []*pending) ([]Appended, error) {
 			next++
 		}
 	}
-	err := trace.Capture(ctx, trace.SpanAppendFsync, func(context.Context) error {
+	err = trace.Capture(ctx, trace.SpanAppendFsync, func(context.Context) error {
 		if err := l.w.Append(recs); err != nil {
 			return fmt.Errorf("%w: append: %w", ErrUnavailable, err)
 		}
@@ -370,11 +384,15 @@ func (l *Log) write(ctx context.Context, batch []*pending) ([]Appended, error) {
 			l.cfg.Metrics.Conflict()
 		}
 		// Fenced or unknown: not acknowledged. Forget the writer; the next
-		// batch re-acquires and recovers from whatever was committed.
+		// batch re-acquires and recovers from whatever was committed. (An
+		// unknown outcome that did apply leaves our own live lease behind:
+		// re-taking it counts as a takeover, so the next batch seals and
+		// rolls rather than continuing a file in an unknown state.)
 		l.closeWriter(false)
 		l.holding = false
 		return nil, fmt.Errorf("%w: commit: %w", ErrUnavailable, err)
 	}
+	st.Version++ // the commit moved the item's version on
 	if release {
 		st.Owner = ""
 		l.closeWriter(false)
@@ -390,10 +408,22 @@ func (l *Log) write(ctx context.Context, batch []*pending) ([]Appended, error) {
 	return apps, nil
 }
 
-// ensureWriter acquires the lease and opens the active segment unless this
-// Log already holds both.
+// ensureWriter acquires the lease unless this Log holds it with a writer,
+// and decides what happens to the active segment. l.lease becomes the
+// acquired state, adjusted so that it is always safe to release: it never
+// names a file this epoch created but no commit has named yet, and never
+// hands the next owner a file that must not be continued.
+//
+//   - Released cleanly: recover the active segment to its committed length
+//     and continue it (l.w is set).
+//   - Taken over (the old owner may be a zombie), or the active segment
+//     cannot be continued (damaged, short, unreadable): seal it at its
+//     committed length in l.lease and leave l.w nil; write rolls a new file.
+//     Sealing is always safe: it only stops anyone from writing that file
+//     again. Were a failed roll to release the unsealed state, the next
+//     owner would see a clean release and continue the zombie's file.
 func (l *Log) ensureWriter(ctx context.Context) error {
-	if l.holding && l.w != nil {
+	if l.holding {
 		return nil
 	}
 	var a meta.Acquired
@@ -402,9 +432,12 @@ func (l *Log) ensureWriter(ctx context.Context) error {
 		return err
 	})
 	if err != nil {
-		if errors.Is(err, meta.ErrLeaseHeld) {
+		switch {
+		case errors.Is(err, meta.ErrLeaseHeld):
 			l.cfg.Metrics.Conflict()
 			return fmt.Errorf("%w: lease of %v held by another writer", ErrUnavailable, l.cfg.Key)
+		case errors.Is(err, meta.ErrNotFound):
+			return fmt.Errorf("%w: %v: %w", ErrDeleted, l.cfg.Key, err)
 		}
 		return fmt.Errorf("%w: acquire: %w", ErrUnavailable, err)
 	}
@@ -418,44 +451,63 @@ func (l *Log) ensureWriter(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := l.openActive(ctx, &st, a.TakenOver); err != nil {
-		l.releaseLease(ctx)
-		return err
+	switch {
+	case st.Active == nil:
+		// Nothing to continue: the first write rolls.
+	case a.TakenOver:
+		l.cfg.Logger.Info("lease taken over; sealing active segment",
+			"topic", l.cfg.Key.Topic, "partition", l.cfg.Key.Partition, "epoch", st.Epoch,
+			"base", st.Active.Base, "committed", st.Active.Size)
+		l.seal(&st)
+	default:
+		w, err := l.continueActive(&st)
+		if err != nil {
+			level := slog.LevelWarn
+			if errors.Is(err, ErrCorrupt) {
+				level = slog.LevelError
+			}
+			l.cfg.Logger.Log(ctx, level, "active segment cannot be continued; sealing it at its committed length",
+				"topic", l.cfg.Key.Topic, "partition", l.cfg.Key.Partition, "epoch", st.Epoch,
+				"base", st.Active.Base, "committed", st.Active.Size, "err", err)
+			l.seal(&st)
+		}
+		l.w = w
 	}
 	l.lease = st
 	return nil
 }
 
-// openActive prepares the writer for the acquired state st, rolling to a new
-// segment (recorded in st, committed with the next batch) when the active
-// one must not be continued.
-func (l *Log) openActive(ctx context.Context, st *meta.Partition, takenOver bool) error {
-	if st.Active != nil && !takenOver {
-		act := *st.Active
-		id := segment.ID{Base: act.Base, Epoch: act.Epoch}
-		opts := segment.Options{IndexIntervalBytes: l.cfg.IndexIntervalBytes, FS: l.cfg.FS}
-		rs, err := segment.Recover(l.cfg.Dir, id, act.Size, opts)
-		if err != nil {
-			return fmt.Errorf("%w: recover %s: %w", ErrCorrupt, id, err)
-		}
-		if rs.NextOffset != act.NextOffset || rs.NextOffset != st.NextOffset {
-			return fmt.Errorf("%w: %s ends at offset %d, committed %d", ErrCorrupt, id, rs.NextOffset, st.NextOffset)
-		}
-		w, err := segment.Open(l.cfg.Dir, id, rs, opts)
-		if err != nil {
-			return fmt.Errorf("%w: %w", ErrUnavailable, err)
-		}
-		l.w = w
-		return nil
+// seal moves st's active segment, at its committed length, to the sealed
+// list (dropping it if it holds no records); the next write rolls.
+func (l *Log) seal(st *meta.Partition) {
+	if st.Active.NextOffset > st.Active.Base {
+		st.Sealed = append(st.Sealed, *st.Active)
+		l.sealed = true
 	}
-	// First segment, or a takeover: seal the old active at its committed
-	// length and roll. We never write into a file another epoch created.
-	if st.Active != nil {
-		l.cfg.Logger.Info("lease taken over; sealing active segment",
-			"partition", l.cfg.Key.Partition, "topic", l.cfg.Key.Topic, "epoch", st.Epoch,
-			"base", st.Active.Base, "committed", st.Active.Size)
+	st.Active = nil
+}
+
+// continueActive recovers st's active segment to its committed length and
+// opens a writer on it. Any error means the file must not be continued.
+func (l *Log) continueActive(st *meta.Partition) (*segment.Writer, error) {
+	act := *st.Active
+	id := segment.ID{Base: act.Base, Epoch: act.Epoch}
+	opts := segment.Options{IndexIntervalBytes: l.cfg.IndexIntervalBytes, FS: l.cfg.FS}
+	rs, err := segment.Recover(l.cfg.Dir, id, act.Size, opts)
+	if err != nil {
+		if errors.Is(err, segment.ErrCorrupt) || errors.Is(err, segment.ErrTruncated) {
+			return nil, fmt.Errorf("%w: recover %s: %w", ErrCorrupt, id, err)
+		}
+		return nil, fmt.Errorf("%w: recover %s: %w", ErrUnavailable, id, err)
 	}
-	return l.roll(st, l.cfg.Now())
+	if rs.NextOffset != act.NextOffset || rs.NextOffset != st.NextOffset {
+		return nil, fmt.Errorf("%w: %s ends at offset %d, committed %d", ErrCorrupt, id, rs.NextOffset, st.NextOffset)
+	}
+	w, err := segment.Open(l.cfg.Dir, id, rs, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return w, nil
 }
 
 // roll seals the active segment in st (if it has records) and creates a new
@@ -469,9 +521,8 @@ func (l *Log) roll(st *meta.Partition, now time.Time) error {
 		}
 		l.w = nil
 	}
-	if st.Active != nil && st.Active.NextOffset > st.Active.Base {
-		st.Sealed = append(st.Sealed, *st.Active)
-		l.sealed = true
+	if st.Active != nil {
+		l.seal(st)
 	}
 	// Drop sealed segments the compactor has moved to the cold tier, so
 	// the list stays short. One read per roll.
@@ -602,6 +653,9 @@ func (l *Log) view(ctx context.Context) (*view, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: read state: %w", ErrUnavailable, err)
 	}
+	if p.Deleted {
+		return nil, fmt.Errorf("%w: %v", ErrDeleted, l.cfg.Key)
+	}
 	if p.Epoch == 0 && l.cfg.Verify != nil {
 		if err := l.cfg.Verify(ctx); err != nil {
 			return nil, err
@@ -626,20 +680,23 @@ func (l *Log) Bounds(ctx context.Context) (Bounds, error) {
 
 // Read returns committed records from offset on. An offset equal to the high
 // watermark yields no records; one outside [log start, high watermark] is an
-// *OutOfRangeError.
+// *OutOfRangeError. Damaged records are never returned: a read that starts
+// before damage returns the good records up to it, and one that starts at
+// damage answers a *DamagedError naming the damaged offsets and where good
+// records resume.
 func (l *Log) Read(ctx context.Context, offset int64, maxRecords, maxBytes int) ([]segment.Record, Bounds, error) {
 	v, err := l.view(ctx)
 	if err != nil {
 		return nil, Bounds{}, err
 	}
-	out, err := l.read(v, offset, maxRecords, maxBytes)
-	if errors.Is(err, os.ErrNotExist) {
+	out, err := l.read(v, offset, maxRecords, maxBytes, false)
+	if gone(err) {
 		// The compactor removed a file after our view was taken (retention,
 		// or a tiered segment past its grace): look again.
 		if v, err = l.view(ctx); err != nil {
 			return nil, Bounds{}, err
 		}
-		out, err = l.read(v, offset, maxRecords, maxBytes)
+		out, err = l.read(v, offset, maxRecords, maxBytes, true)
 	}
 	return out, v.bounds(), err
 }
@@ -655,7 +712,9 @@ type Bounds struct {
 	HotStart       int64 // offsets below it are in the cold tier
 }
 
-func (l *Log) read(v *view, offset int64, maxRecords, maxBytes int) ([]segment.Record, error) {
+// read reads from offset in view v. A file missing from a fresh view
+// (final) is damage: committed state names it.
+func (l *Log) read(v *view, offset int64, maxRecords, maxBytes int, final bool) ([]segment.Record, error) {
 	if offset < v.logStart || offset > v.hw {
 		return nil, &OutOfRangeError{Offset: offset, LogStartOffset: v.logStart, HighWatermark: v.hw}
 	}
@@ -672,32 +731,61 @@ func (l *Log) read(v *view, offset int64, maxRecords, maxBytes int) ([]segment.R
 		id := segment.ID{Base: s.Base, Epoch: s.Epoch}
 		r, c, err := l.openReader(id, s.Size)
 		if err != nil {
-			return out, fmt.Errorf("%w: %w", ErrCorrupt, err)
+			switch {
+			case len(out) > 0:
+				return out, nil // what we have; the next read reports the rest
+			case gone(err) && final:
+				return nil, l.damaged(offset, s.NextOffset, err)
+			case gone(err):
+				return nil, err
+			}
+			return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
-		budget := maxBytes - bytes
-		if len(out) > 0 && budget <= 0 {
-			c.Close()
-			break
-		}
-		recs, err := r.Read(offset, maxRecords-len(out), max(budget, 1))
-		c.Close()
-		if err != nil {
-			return out, fmt.Errorf("%w: %w", ErrCorrupt, err)
-		}
-		if len(out) > 0 && len(recs) > 0 && bytes+segment.EncodedSize(&recs[0]) > maxBytes {
-			break
-		}
-		for i := range recs {
-			n := segment.EncodedSize(&recs[i])
-			if len(out) > 0 && bytes+n > maxBytes {
+		// A segment's reader stops early at damage: read on within the
+		// segment until it is done or the limits are reached.
+		for offset < s.NextOffset && len(out) < maxRecords {
+			budget := maxBytes - bytes
+			if len(out) > 0 && budget <= 0 {
+				c.Close()
 				return out, nil
 			}
-			bytes += n
-			out = append(out, recs[i])
-			offset = recs[i].Offset + 1
+			recs, err := r.Read(offset, maxRecords-len(out), max(budget, 1))
+			if err == nil && len(recs) == 0 {
+				err = fmt.Errorf("%w: %s holds no record at offset %d below its committed end %d", segment.ErrTruncated, id, offset, s.NextOffset)
+			}
+			if err != nil {
+				c.Close()
+				if len(out) > 0 {
+					return out, nil
+				}
+				next := s.NextOffset // DAMAGE-NEXT: resume point from segment
+				if errors.Is(err, segment.ErrCorrupt) || errors.Is(err, segment.ErrTruncated) {
+					return nil, l.damaged(offset, next, err)
+				}
+				return nil, fmt.Errorf("%w: read %s: %w", ErrUnavailable, id, err)
+			}
+			for i := range recs {
+				n := segment.EncodedSize(&recs[i])
+				if len(out) > 0 && bytes+n > maxBytes {
+					c.Close()
+					return out, nil
+				}
+				bytes += n
+				out = append(out, recs[i])
+				offset = recs[i].Offset + 1
+			}
 		}
+		c.Close()
 	}
 	return out, nil
+}
+
+// damaged reports offsets [first, next) as damaged, and logs it: damage is
+// an operator's problem as much as the reader's.
+func (l *Log) damaged(first, next int64, err error) error {
+	l.cfg.Logger.Error("damaged records", "topic", l.cfg.Key.Topic, "partition", l.cfg.Key.Partition,
+		"first", first, "next", next, "err", err)
+	return &DamagedError{Topic: l.cfg.Key.Topic, Partition: l.cfg.Key.Partition, First: first, Next: next, Err: err}
 }
 
 // segmentFor returns the index of the last segment with base <= offset.
@@ -739,28 +827,56 @@ func (l *Log) Wait(ctx context.Context, offset int64, d time.Duration) {
 	}
 }
 
-// OffsetForTime returns the first offset whose timestamp is >= ts, or
-// found=false (and the high watermark) if there is none.
-func (l *Log) OffsetForTime(ctx context.Context, ts int64) (offset, timestamp int64, found bool, err error) {
+// gone reports whether err says a file disappeared under a reader: removed
+// by the compactor after the reader's view was taken (ENOENT locally,
+// ESTALE from an NFS client whose handle outlived a remote delete).
+func gone(err error) bool {
+	return errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ESTALE)
+}
+
+// OffsetForTime returns the first offset at or after from whose timestamp
+// is >= ts, or found=false (and the high watermark) if there is none. The
+// caller has searched the cold tier below from (its hot start; 0 without a
+// cold tier): if the cold end has moved past from since, the hot tier no
+// longer covers [from, ...) and OffsetForTime answers ErrNotHot, so the
+// caller looks again with new bounds rather than skip the segments tiered in
+// between.
+func (l *Log) OffsetForTime(ctx context.Context, ts, from int64) (offset, timestamp int64, found bool, err error) {
 	v, err := l.view(ctx)
 	if err != nil {
 		return 0, 0, false, err
 	}
+	offset, timestamp, found, err = l.offsetForTime(v, ts, from)
+	if gone(err) {
+		if v, err = l.view(ctx); err != nil {
+			return 0, 0, false, err
+		}
+		offset, timestamp, found, err = l.offsetForTime(v, ts, from)
+	}
+	return offset, timestamp, found, err
+}
+
+func (l *Log) offsetForTime(v *view, ts, from int64) (offset, timestamp int64, found bool, err error) {
+	if v.coldEnd > from {
+		// Segments in (from, cold end] were tiered after the caller
+		// searched the cold tier below from: neither tier would look.
+		return 0, 0, false, ErrNotHot
+	}
 	for _, s := range v.segs {
-		if s.NextOffset <= max(s.Base, v.logStart, v.coldEnd) || s.LastTS < ts {
+		if s.NextOffset <= max(s.Base, v.logStart, v.coldEnd, from) || s.LastTS < ts {
 			continue
 		}
 		id := segment.ID{Base: s.Base, Epoch: s.Epoch}
 		r, c, err := l.openReader(id, s.Size)
 		if err != nil {
-			return 0, 0, false, fmt.Errorf("%w: %w", ErrCorrupt, err)
+			return 0, 0, false, err
 		}
 		off, t, ok, err := r.OffsetForTime(ts)
 		c.Close()
 		if err != nil {
 			return 0, 0, false, fmt.Errorf("%w: %w", ErrCorrupt, err)
 		}
-		if ok && off >= v.logStart {
+		if ok && off >= max(v.logStart, from) {
 			return off, t, true, nil
 		}
 	}
