@@ -52,10 +52,14 @@ func (ix *indexes) size() int64 {
 }
 
 // Read returns records of artifact e from offset from on, at most
-// maxRecords and about maxBytes (at least one record if from < e.NextOffset).
+// maxRecords and about maxBytes: at least one record if maxRecords > 0
+// (from is within e), never an empty answer.
 func (r *Reader) Read(ctx context.Context, e meta.CatalogEntry, from int64, maxRecords, maxBytes int, o Options) ([]segment.Record, error) {
 	if from < e.Base || from >= e.NextOffset {
 		return nil, fmt.Errorf("tier: offset %d outside segment [%d, %d)", from, e.Base, e.NextOffset)
+	}
+	if maxRecords <= 0 {
+		return nil, nil // as segment.Reader.Read
 	}
 	if o.CacheEnabled {
 		if len(o.ReadAhead) > 0 || r.cache.Contains(objKey(e)) {
@@ -70,31 +74,46 @@ func (r *Reader) Read(ctx context.Context, e meta.CatalogEntry, from int64, maxR
 	if err != nil {
 		return nil, err
 	}
-	pos, end := int64(segment.FileHeaderSize), int64(0)
+	// The window starts at the last index entry at or before from. If
+	// another entry follows, from's record starts before it, so the window
+	// reaches that entry plus maxBytes. Past the last entry (or in a
+	// segment without entries) nothing says where from lies: the window
+	// runs to the end of the log, which is less than one index interval
+	// plus one record away (Summarize puts an entry at the first record
+	// an interval past the previous one). A window ending at a guessed
+	// position could end exactly on a record boundary before from and
+	// decode no records at all.
+	pos, end := int64(segment.FileHeaderSize), e.LogLen
 	if ent, ok := ix.offs.Floor(uint32(from - e.Base)); ok {
 		pos = int64(ent.Pos)
 	}
-	// Records before from lie between pos and the next index entry.
 	if i := nextEntry(ix.offs, pos); i < len(ix.offs) {
-		end = int64(ix.offs[i].Pos)
+		end = min(int64(ix.offs[i].Pos)+int64(maxBytes), e.LogLen)
 	}
-	end = min(max(end, pos)+int64(maxBytes), e.LogLen)
 	for {
 		win, err := r.objects.Get(ctx, e.Key, e.LogOff+pos, end-pos)
 		if err != nil {
 			return nil, fmt.Errorf("tier: read %s: %w", e.Key, err)
 		}
-		recs, cut, err := segment.DecodeRecords(win, from, maxRecords, maxBytes)
+		recs, _, err := segment.DecodeRecords(win, from, maxRecords, maxBytes)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s at %d: %w", ErrCorrupt, e.Key, pos, err)
 		}
 		if err := checkDense(recs, from); err != nil {
 			return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, e.Key, err)
 		}
-		if len(recs) > 0 || !cut || end >= e.LogLen {
+		if len(recs) > 0 {
 			return recs, nil
 		}
-		end = e.LogLen // one record larger than the window: read the rest
+		if end >= e.LogLen {
+			// from < NextOffset, yet no record of the whole rest of the
+			// log holds it: the entry and the bytes disagree.
+			return nil, fmt.Errorf("%w: %s: offset %d not found from position %d to the end of the log", ErrCorrupt, e.Key, from, pos)
+		}
+		// Only an index entry pointing past from's record gets here (the
+		// index CRC passed, so a bug, not damage); never answer empty
+		// below the segment's end.
+		end = e.LogLen
 	}
 }
 
