@@ -533,11 +533,13 @@ func (l *Log) roll(st *meta.Partition, now time.Time) error {
 	id := segment.ID{Base: st.NextOffset, Epoch: st.Epoch}
 	w, err := segment.Create(l.cfg.Dir, id, segment.Options{IndexIntervalBytes: l.cfg.IndexIntervalBytes, FS: l.cfg.FS})
 	if errors.Is(err, os.ErrExist) {
-		// Left by an earlier attempt of ours that was never committed
-		// (same epoch, same base): nobody else can own this name.
-		if rerr := removeSegment(l.cfg.Dir, id); rerr == nil {
-			w, err = segment.Create(l.cfg.Dir, id, segment.Options{IndexIntervalBytes: l.cfg.IndexIntervalBytes, FS: l.cfg.FS})
-		}
+		// Every Acquire bumps the epoch and every roll of one epoch has a
+		// new base, so the name can exist only if the metadata lost state
+		// the files still show: that file may hold acknowledged records.
+		// Never remove it; refuse, loudly.
+		l.cfg.Logger.Error("segment file already exists: the metadata is behind the data dir; refusing to write",
+			"topic", l.cfg.Key.Topic, "partition", l.cfg.Key.Partition, "segment", id.String())
+		return fmt.Errorf("%w: segment %s already exists: the metadata is behind the data dir", ErrCorrupt, id)
 	}
 	if err != nil {
 		return fmt.Errorf("%w: roll: %w", ErrUnavailable, err)
@@ -562,15 +564,6 @@ func trimSealed(st *meta.Partition) {
 		i++
 	}
 	st.Sealed = st.Sealed[i:]
-}
-
-func removeSegment(dir string, id segment.ID) error {
-	for _, k := range []segment.Kind{segment.KindLog, segment.KindIndex, segment.KindTimeIndex} {
-		if err := os.Remove(id.Path(dir, k)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-	}
-	return nil
 }
 
 // maybeRoll rolls when the batch would push the active segment past
