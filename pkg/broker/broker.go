@@ -121,6 +121,7 @@ type Broker struct {
 	mu     sync.RWMutex
 	topics map[string]*topic
 	closed bool
+	behind map[meta.PartitionKey]bool // refuse writes (CheckHot)
 
 	// crashAfter, in tests, stops DeleteTopic after the named step
 	// ("fence", "topic", "files"), as a crash there would.
@@ -577,6 +578,12 @@ func (b *Broker) appendTo(ctx context.Context, t *topic, p int, batch []partitio
 	l, err := t.part(ctx, p)
 	if err != nil {
 		return partition.Appended{}, err
+	}
+	b.mu.RLock()
+	behind := b.behind[meta.PartitionKey{Topic: t.cfg.Name, TopicID: t.cfg.ID, Partition: p}]
+	b.mu.RUnlock()
+	if behind {
+		return partition.Appended{}, fmt.Errorf("%w: %s/%d", ErrMetadataBehind, t.cfg.Name, p)
 	}
 	app, err := l.Append(ctx, batch)
 	return app, t.mapErr(err)

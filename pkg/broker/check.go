@@ -1,0 +1,116 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strconv"
+
+	"github.com/tierlog/tierlog/pkg/meta"
+	"github.com/tierlog/tierlog/pkg/partition"
+	"github.com/tierlog/tierlog/pkg/segment"
+)
+
+// HotReport is what CheckHot found in the hot tier that the metadata does
+// not account for.
+type HotReport struct {
+	// Unknown lists directories under the data dir that name no topic
+	// incarnation the metadata knows: a topic whose metadata was lost (or
+	// a delete in progress in another process).
+	Unknown []string
+	// Behind lists partitions whose files show more history than their
+	// committed state: a segment file created under an epoch the item has
+	// not reached, or based past its next offset. Only lost metadata makes
+	// that: those files may hold acknowledged records the metadata no
+	// longer names. The broker refuses writes to these partitions, so
+	// nothing is overwritten while an operator looks.
+	Behind []BehindPartition
+}
+
+// BehindPartition is one partition of HotReport.Behind.
+type BehindPartition struct {
+	Key        meta.PartitionKey
+	Epoch      uint64 // the item's
+	NextOffset int64  // the item's
+	Segment    string // the first file found beyond them
+}
+
+// ErrMetadataBehind means a partition refuses writes because its files show
+// history its metadata lost (see CheckHot).
+var ErrMetadataBehind = fmt.Errorf("%w: the partition's metadata is behind its files (see the server log); writes refused", ErrUnavailable)
+
+// CheckHot compares the hot tier with the metadata, once at startup: it
+// lists every partition directory first and reads the partition item after,
+// so files other processes create meanwhile (under newer epochs, at offsets
+// below the newer next offset) never look like lost history. Partitions it
+// reports as Behind refuse writes from then on (ErrMetadataBehind).
+func (b *Broker) CheckHot(ctx context.Context) (HotReport, error) {
+	var rep HotReport
+	topics, err := b.cfg.Meta.Topics(ctx)
+	if err != nil {
+		return rep, metaErr("list topics", err)
+	}
+	known := map[string]meta.TopicConfig{}
+	for _, t := range topics {
+		known[meta.IncarnationName(t.Name, t.ID)] = t
+	}
+	ents, err := b.cfg.FS.ReadDir(b.cfg.DataDir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return rep, nil
+		}
+		return rep, fmt.Errorf("broker: check hot tier: %w", err)
+	}
+	for _, e := range ents {
+		if !e.IsDir() || e.Name() == "meta" || e.Name() == "objects" {
+			continue // the embedded metadata store and object store live beside
+		}
+		t, ok := known[e.Name()]
+		if !ok {
+			rep.Unknown = append(rep.Unknown, e.Name())
+			continue
+		}
+		for p := 0; p < t.Partitions; p++ {
+			k := meta.PartitionKey{Topic: t.Name, TopicID: t.ID, Partition: p}
+			if bp, ok, err := b.checkPartition(ctx, k); err != nil {
+				return rep, err
+			} else if ok {
+				rep.Behind = append(rep.Behind, bp)
+			}
+		}
+	}
+	b.mu.Lock()
+	for _, bp := range rep.Behind {
+		if b.behind == nil {
+			b.behind = map[meta.PartitionKey]bool{}
+		}
+		b.behind[bp.Key] = true
+	}
+	b.mu.Unlock()
+	return rep, nil
+}
+
+func (b *Broker) checkPartition(ctx context.Context, k meta.PartitionKey) (BehindPartition, bool, error) {
+	ents, err := b.cfg.FS.ReadDir(partition.Dir(b.cfg.DataDir, k))
+	if errors.Is(err, fs.ErrNotExist) {
+		return BehindPartition{}, false, nil
+	}
+	if err != nil {
+		return BehindPartition{}, false, fmt.Errorf("broker: check %s/%d: %w", k.Topic, k.Partition, err)
+	}
+	p, err := b.cfg.Meta.Partition(ctx, k) // after the listing: see CheckHot
+	if err != nil {
+		return BehindPartition{}, false, metaErr("read partition "+k.Topic+"/"+strconv.Itoa(k.Partition), err)
+	}
+	for _, e := range ents {
+		id, kind, ok := segment.ParseName(e.Name())
+		if !ok || kind != segment.KindLog {
+			continue
+		}
+		if id.Epoch > p.Epoch || id.Base > p.NextOffset {
+			return BehindPartition{Key: k, Epoch: p.Epoch, NextOffset: p.NextOffset, Segment: e.Name()}, true, nil
+		}
+	}
+	return BehindPartition{}, false, nil
+}
