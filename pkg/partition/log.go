@@ -12,12 +12,21 @@
 //     committed length and start a new file named by the next offset and our
 //     epoch. A zombie can only write into files it opened under its own
 //     epoch, past their committed length, or into files no committed state
-//     names: readers never look there (I5).
+//     names: readers never look there (I5). An active segment that cannot be
+//     continued (damaged or short below its committed length, unreadable) is
+//     sealed the same way: sealing is always safe.
 //  2. pwrite the batch at the committed length, fsync.
-//  3. Commit (one conditional write IF epoch = mine): next offset, active
-//     segment length, segment list, and either release the lease or extend
-//     it. Fenced or unknown outcome: the batch is not acknowledged (a
-//     retryable error) and the writer is dropped.
+//  3. Commit (one conditional write IF epoch, owner and commit version are
+//     mine): next offset, active segment length, segment list, and either
+//     release the lease or extend it. Fenced or unknown outcome: the batch is
+//     not acknowledged (a retryable error) and the writer is dropped.
+//
+// The state a Log may release the lease with (l.lease) is kept apart from
+// the state a write builds: it is the acquired or last committed state, with
+// a taken-over or damaged active segment already sealed, and it never names
+// a file that no commit named. A failure anywhere before a commit releases
+// l.lease, so the next owner never continues a zombie's file (the audit of
+// ba945fc, finding 1) nor a file whose header may not be durable (finding 6).
 //
 // With HoldLease (the local server) the lease is kept between batches and
 // renewed by each commit, so a batch costs one metadata write; without it
@@ -31,10 +40,15 @@
 //
 // # Read path
 //
-// Readers see only committed state: the offsets below the committed next
-// offset, in segments listed by the last commit, each read below its
-// committed length. Files are re-opened per read (close-to-open consistency
-// on NFS).
+// Readers see only committed state: every read takes a fresh view from the
+// metadata store (one item read), then reads the offsets below its committed
+// next offset, in the segments it lists, each below its committed length.
+// Files are re-opened per read (close-to-open consistency on NFS). A file
+// that disappears under a reader (ENOENT, or ESTALE on NFS: the compactor
+// removed it) makes the read look again with a new view. Records that fail
+// their checks are never returned: a read stops before them, and a read that
+// starts at them answers a *DamagedError naming the offsets and where good
+// records resume.
 //
 // # Tracing
 //
@@ -44,9 +58,21 @@
 //
 // # Concurrency
 //
-// A Log is safe for concurrent use. Lock order: Log.wmu (the writer, held by
-// the group-commit leader for one flush) before nothing; the committed view
-// is an atomic pointer readers load without locks.
+// A Log is safe for concurrent use. Its locks:
+//
+//   - qmu guards the group-commit queue. It is held only to queue or dequeue
+//     batches, never while taking another lock.
+//   - wmu is held by the group-commit leader for one flush (write, fsync,
+//     commit) and by Close; it guards the writer state (w, holding, lease,
+//     sealed). Under it, publish takes notifyMu.
+//   - notifyMu guards the notify channel (closed on every new high
+//     watermark); it nests inside wmu and takes nothing itself.
+//   - idx guards the parsed index cache; readers take it alone.
+//
+// So the one nesting is wmu before notifyMu; qmu and wmu are never held
+// together. The committed pointer holds the last view published (by our
+// commits, or seen by a read of another process's commit); it only decides
+// when waiters are woken: reads never use it in place of a fresh view.
 package partition
 
 import (
@@ -191,20 +217,20 @@ func (v *view) hotStart() int64 {
 type Log struct {
 	cfg Config
 
-	// Group commit queue.
+	// Group commit queue, under qmu.
 	qmu      sync.Mutex
 	queue    []*pending
-	flushing bool
+	flushing bool // a leader is flushing the queue
 	closed   bool
 
-	// Writer state, owned by the flush leader.
+	// Writer state, under wmu (the flush leader, or Close).
 	wmu     sync.Mutex
-	w       *segment.Writer
-	holding bool
-	lease   meta.Partition // committed item as of our last write, when holding
-	sealed  bool           // the state being written seals a segment
+	w       *segment.Writer // nil: the next write rolls a new file
+	holding bool            // we hold the lease (acquired, not released)
+	lease   meta.Partition  // the state we may release with, when holding (see the package doc)
+	sealed  bool            // the state being written seals a segment (OnRoll after its commit)
 
-	committed atomic.Pointer[view]
+	committed atomic.Pointer[view] // last view published: wakes waiters only
 
 	// Parsed indexes of segments, by the committed length they were read
 	// for: entries below a committed length never change, so a fetch
