@@ -3,7 +3,7 @@ GO       ?= go
 LISTEN   ?= 127.0.0.1:8080
 DATA_DIR ?= ./.tierlog
 
-.PHONY: run test vet fmt-check build build-functions bench bench-all clean
+.PHONY: run test vet fmt-check build build-functions bench bench-all clean simulate
 
 ## run: start tierlog locally on the embedded default (no AWS needed)
 run:
@@ -47,6 +47,13 @@ build-functions:
 ## bench: the storage benchmarks (segment append vs raw write+fsync, reads)
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1s -count 3 ./pkg/segment ./pkg/index ./pkg/broker ./pkg/meta/local ./pkg/api ./pkg/wire ./pkg/client
+
+## simulate: the deterministic simulation over many seeds (SEEDS=100000 FIRST=1 STEPS=0; no -race; parallel over GOMAXPROCS)
+SEEDS ?= 10000
+FIRST ?= 1
+STEPS ?= 0
+simulate:
+	$(GO) test -count=1 -timeout 0 -run 'TestSimulate$$' ./internal/sim -sim.seeds $(SEEDS) -sim.first $(FIRST) -sim.steps $(STEPS) -v
 
 clean:
 	rm -rf bin $(DIST_DIR) $(DATA_DIR)

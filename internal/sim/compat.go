@@ -1,0 +1,31 @@
+package sim
+
+// This file holds what depends on the version of the metadata contract
+// (commit versions, partition fencing, cold marks: commit 83de3c9). To run
+// the simulation against an older checkout (ba945fc), replace it with
+// compat_ba945fc.go.txt (see doc.go).
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/tierlog/tierlog/pkg/meta"
+)
+
+// trackVersions: the store has commit versions, so I4 is checked per
+// (epoch, version).
+const trackVersions = true
+
+func commitVersion(p *meta.Partition) uint64 { return p.Version }
+
+func versionString(p *meta.Partition) string { return fmt.Sprintf(" v%d", p.Version) }
+
+// FencePartition implements meta.Store.
+func (c *MetaClient) FencePartition(ctx context.Context, k meta.PartitionKey) error {
+	return c.write(opMetaW, "fence partition", func() error { return c.n.inner.FencePartition(bg, k) })
+}
+
+// MarkSegmentCold implements meta.Store.
+func (c *MetaClient) MarkSegmentCold(ctx context.Context, k meta.PartitionKey, nextOffset, ms int64) error {
+	return c.write(opMetaW, fmt.Sprintf("mark segment cold %d", nextOffset), func() error { return c.n.inner.MarkSegmentCold(bg, k, nextOffset, ms) })
+}

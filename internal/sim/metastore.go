@@ -1,0 +1,283 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/tierlog/tierlog/pkg/meta"
+)
+
+// MetaFaults are the rates (per call) of the metadata store's faults.
+type MetaFaults struct {
+	Refuse     float64 // not applied; the caller gets ErrUnavailable
+	LostAnswer float64 // applied; the caller gets ErrUnavailable
+	Delay      float64 // the caller gets ErrUnavailable (timed out); the request lands later, after others
+	Duplicate  float64 // applied and answered; a retried copy lands again later
+	ReadFail   float64 // a read answers ErrUnavailable
+}
+
+// inflight is a request the network still holds: it lands when the
+// scheduler delivers it (or is lost at its deadline).
+type inflight struct {
+	what     string
+	apply    func() error
+	deadline time.Duration
+}
+
+// MetaNet is the simulated DynamoDB: the reference store (pkg/meta/mem)
+// behind a network that delays, duplicates, loses answers and refuses.
+type MetaNet struct {
+	w      *World
+	inner  meta.Store
+	faults MetaFaults
+	off    bool
+	queue  []inflight
+
+	// applied commit versions, for I4: (key, epoch, version) -> step
+	applied   map[commitKey]int
+	violation error
+}
+
+type commitKey struct {
+	k       meta.PartitionKey
+	epoch   uint64
+	version uint64
+}
+
+func newMetaNet(w *World, inner meta.Store, f MetaFaults) *MetaNet {
+	return &MetaNet{w: w, inner: inner, faults: f, applied: map[commitKey]int{}}
+}
+
+// Client returns the store as actor a sees it (nil: the checker, with no
+// faults and no yields).
+func (n *MetaNet) Client(a *Actor) *MetaClient { return &MetaClient{n: n, a: a} }
+
+// deliver lands (or loses) one in-flight request.
+func (n *MetaNet) deliver(i int, lose bool) string {
+	r := n.queue[i]
+	n.queue = append(n.queue[:i], n.queue[i+1:]...)
+	if lose {
+		return "lost in flight: " + r.what
+	}
+	err := r.apply()
+	return fmt.Sprintf("late delivery: %s: %v", r.what, err)
+}
+
+// MetaClient is one process's connection to the simulated store. It
+// implements meta.Store.
+type MetaClient struct {
+	n *MetaNet
+	a *Actor
+}
+
+var _ meta.Store = (*MetaClient)(nil)
+
+func (c *MetaClient) fault(p float64) bool {
+	if c.a == nil || c.n.off {
+		return false
+	}
+	return c.n.w.s.chance(p)
+}
+
+func (c *MetaClient) begin(op string) error {
+	if !c.a.enter(op, "") {
+		return fmt.Errorf("%w: sim: process crashed", meta.ErrUnavailable)
+	}
+	return nil
+}
+
+// write runs a mutation through the network's faults.
+func (c *MetaClient) write(op, what string, apply func() error) error {
+	if err := c.begin(op); err != nil {
+		return err
+	}
+	f := c.n.faults
+	var err error
+	switch {
+	case c.fault(f.Refuse):
+		err = fmt.Errorf("%w: sim: refused", meta.ErrUnavailable)
+		c.a.note("%s: refused", what)
+	case c.fault(f.Delay):
+		c.n.queue = append(c.n.queue, inflight{what: what, apply: apply, deadline: c.n.w.s.now + c.n.w.cfg.LeaseTTL*2})
+		err = fmt.Errorf("%w: sim: timed out (request still in flight)", meta.ErrUnavailable)
+		c.a.note("%s: timed out, in flight", what)
+	case c.fault(f.LostAnswer):
+		aerr := apply()
+		err = fmt.Errorf("%w: sim: answer lost", meta.ErrUnavailable)
+		c.a.note("%s: applied (%v), answer lost", what, aerr)
+	case c.fault(f.Duplicate):
+		err = apply()
+		c.n.queue = append(c.n.queue, inflight{what: "retry copy of " + what, apply: apply, deadline: c.n.w.s.now + c.n.w.cfg.LeaseTTL*2})
+		c.a.note("%s: %v (a retried copy is in flight)", what, err)
+	default:
+		err = apply()
+		c.a.note("%s: %v", what, err)
+	}
+	return err
+}
+
+func (c *MetaClient) read(what string) error {
+	if err := c.begin(opMetaRead); err != nil {
+		return err
+	}
+	if c.fault(c.n.faults.ReadFail) {
+		c.a.note("%s: unavailable", what)
+		return fmt.Errorf("%w: sim: read failed", meta.ErrUnavailable)
+	}
+	return nil
+}
+
+var bg = context.Background()
+
+// CreateTopic implements meta.Store.
+func (c *MetaClient) CreateTopic(ctx context.Context, t meta.TopicConfig) error {
+	return c.write(opMetaW, "create topic "+t.Name, func() error { return c.n.inner.CreateTopic(bg, t) })
+}
+
+// Topic implements meta.Store.
+func (c *MetaClient) Topic(ctx context.Context, name string) (meta.TopicConfig, error) {
+	if err := c.read("topic " + name); err != nil {
+		return meta.TopicConfig{}, err
+	}
+	return c.n.inner.Topic(bg, name)
+}
+
+// Topics implements meta.Store.
+func (c *MetaClient) Topics(ctx context.Context) ([]meta.TopicConfig, error) {
+	if err := c.read("topics"); err != nil {
+		return nil, err
+	}
+	return c.n.inner.Topics(bg)
+}
+
+// DeleteTopic implements meta.Store.
+func (c *MetaClient) DeleteTopic(ctx context.Context, name string) error {
+	return c.write(opMetaW, "delete topic "+name, func() error { return c.n.inner.DeleteTopic(bg, name) })
+}
+
+// Partition implements meta.Store.
+func (c *MetaClient) Partition(ctx context.Context, k meta.PartitionKey) (meta.Partition, error) {
+	if err := c.read("get item"); err != nil {
+		return meta.Partition{}, err
+	}
+	p, err := c.n.inner.Partition(bg, k)
+	c.a.note("get item: %s", itemString(&p))
+	return p, err
+}
+
+// Acquire implements meta.Store.
+func (c *MetaClient) Acquire(ctx context.Context, k meta.PartitionKey, owner string, now time.Time, ttl time.Duration) (meta.Acquired, error) {
+	var got meta.Acquired
+	var gotErr error
+	err := c.write(opAcquire, fmt.Sprintf("acquire owner %s now %s", owner, c.n.w.clock(now)), func() error {
+		a, err := c.n.inner.Acquire(bg, k, owner, now, ttl)
+		got, gotErr = a, err
+		return err
+	})
+	if err == nil {
+		c.a.note("  acquired: %s takenOver=%v", itemString(&got.Partition), got.TakenOver)
+	}
+	if err != nil || gotErr != nil {
+		return meta.Acquired{}, err
+	}
+	return got, nil
+}
+
+// Commit implements meta.Store. It also checks I4: no two commits applied
+// from the same (epoch, version) of a partition.
+func (c *MetaClient) Commit(ctx context.Context, p meta.Partition, release bool, now time.Time, ttl time.Duration) error {
+	p = clonePartition(p)
+	n := c.n
+	what := fmt.Sprintf("commit %s release=%v", itemString(&p), release)
+	return c.write(opCommit, what, func() error {
+		err := n.inner.Commit(bg, p, release, now, ttl)
+		if err == nil {
+			k := commitKey{k: meta.PartitionKey{Topic: p.Topic, TopicID: p.TopicID, Partition: p.Partition}, epoch: p.Epoch, version: commitVersion(&p)}
+			if trackVersions {
+				if at, dup := n.applied[k]; dup && n.violation == nil {
+					n.violation = fmt.Errorf("I4: a second commit from epoch %d version %d applied (first at step %d): %s", k.epoch, k.version, at, what)
+				}
+				n.applied[k] = n.w.s.step
+			}
+			n.w.onCommitApplied(p)
+		}
+		return err
+	})
+}
+
+// DeletePartition implements meta.Store.
+func (c *MetaClient) DeletePartition(ctx context.Context, k meta.PartitionKey) error {
+	return c.write(opMetaW, "delete partition", func() error { return c.n.inner.DeletePartition(bg, k) })
+}
+
+// AdvanceLogStart implements meta.Store.
+func (c *MetaClient) AdvanceLogStart(ctx context.Context, k meta.PartitionKey, v int64) error {
+	return c.write(opMetaW, fmt.Sprintf("advance log start %d", v), func() error { return c.n.inner.AdvanceLogStart(bg, k, v) })
+}
+
+// AdvanceColdEnd implements meta.Store.
+func (c *MetaClient) AdvanceColdEnd(ctx context.Context, k meta.PartitionKey, v int64) error {
+	return c.write(opMetaW, fmt.Sprintf("advance cold end %d", v), func() error { return c.n.inner.AdvanceColdEnd(bg, k, v) })
+}
+
+// PutSegment implements meta.Store.
+func (c *MetaClient) PutSegment(ctx context.Context, k meta.PartitionKey, e meta.CatalogEntry) error {
+	return c.write(opMetaW, fmt.Sprintf("put segment [%d,%d)", e.Base, e.NextOffset), func() error { return c.n.inner.PutSegment(bg, k, e) })
+}
+
+// Segments implements meta.Store.
+func (c *MetaClient) Segments(ctx context.Context, k meta.PartitionKey, from int64, limit int) ([]meta.CatalogEntry, error) {
+	if err := c.read("segments"); err != nil {
+		return nil, err
+	}
+	return c.n.inner.Segments(bg, k, from, limit)
+}
+
+// DeleteSegment implements meta.Store.
+func (c *MetaClient) DeleteSegment(ctx context.Context, k meta.PartitionKey, e meta.CatalogEntry) error {
+	return c.write(opMetaW, fmt.Sprintf("delete segment [%d,%d)", e.Base, e.NextOffset), func() error { return c.n.inner.DeleteSegment(bg, k, e) })
+}
+
+// CommitOffsets implements meta.Store.
+func (c *MetaClient) CommitOffsets(ctx context.Context, group string, offsets []meta.GroupOffset) error {
+	return c.write(opMetaW, "commit offsets "+group, func() error { return c.n.inner.CommitOffsets(bg, group, offsets) })
+}
+
+// GroupOffsets implements meta.Store.
+func (c *MetaClient) GroupOffsets(ctx context.Context, group, topic string) ([]meta.GroupOffset, error) {
+	if err := c.read("group offsets " + group); err != nil {
+		return nil, err
+	}
+	return c.n.inner.GroupOffsets(bg, group, topic)
+}
+
+// Close implements meta.Store.
+func (c *MetaClient) Close() error { return nil }
+
+func clonePartition(p meta.Partition) meta.Partition {
+	if p.Active != nil {
+		a := *p.Active
+		p.Active = &a
+	}
+	p.Sealed = append([]meta.SegmentInfo(nil), p.Sealed...)
+	return p
+}
+
+func segString(s *meta.SegmentInfo) string {
+	if s == nil {
+		return "-"
+	}
+	return fmt.Sprintf("(%d-%d size %d next %d)", s.Base, s.Epoch, s.Size, s.NextOffset)
+}
+
+func itemString(p *meta.Partition) string {
+	sealed := ""
+	for i := range p.Sealed {
+		sealed += segString(&p.Sealed[i])
+	}
+	if sealed == "" {
+		sealed = "-"
+	}
+	return fmt.Sprintf("{epoch %d%s owner %q next %d active %s sealed %s}", p.Epoch, versionString(p), p.Owner, p.NextOffset, segString(p.Active), sealed)
+}

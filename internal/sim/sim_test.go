@@ -1,0 +1,161 @@
+package sim
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+var (
+	flagSeeds = flag.Int("sim.seeds", 0, "number of seeds TestSimulate runs (0: the default, or $SIM_SEEDS)")
+	flagSeed  = flag.Int64("sim.seed", -1, "run only this seed, with its trace")
+	flagSteps = flag.Int("sim.steps", 0, "steps with faults per seed (0: the default)")
+	flagFirst = flag.Int64("sim.first", 1, "first seed")
+	flagAll   = flag.Bool("sim.traceall", false, "with -sim.seed: print every event, not the last 200")
+)
+
+// defaultSeeds is what CI runs: at least 2,000 seeds.
+const defaultSeeds = 2000
+
+func envInt(name string) int {
+	n, _ := strconv.Atoi(os.Getenv(name))
+	return n
+}
+
+func simConfig(seed uint64) Config {
+	cfg := DefaultConfig(seed)
+	if *flagSteps > 0 {
+		cfg.Steps = *flagSteps
+	} else if n := envInt("SIM_STEPS"); n > 0 {
+		cfg.Steps = n
+	}
+	applyOpen(&cfg)
+	return cfg
+}
+
+// TestSimulate runs many seeds of the default world (writers, zombies,
+// readers over the simulated NFS and metadata store) and fails on the
+// first violation, printing its seed, its trace and the command that runs
+// it again.
+func TestSimulate(t *testing.T) {
+	logOpen(t)
+	if *flagSeed >= 0 {
+		runOne(t, uint64(*flagSeed))
+		return
+	}
+	n := *flagSeeds
+	if n == 0 {
+		n = envInt("SIM_SEEDS")
+	}
+	if n == 0 {
+		n = defaultSeeds
+	}
+	first := uint64(*flagFirst)
+	workers := runtime.GOMAXPROCS(0)
+	var (
+		next    atomic.Uint64
+		steps   atomic.Int64
+		acked   atomic.Int64
+		mu      sync.Mutex
+		failed  []uint64
+		stopped atomic.Bool
+		wg      sync.WaitGroup
+	)
+	next.Store(first)
+	start := time.Now()
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stopped.Load() {
+				seed := next.Add(1) - 1
+				if seed >= first+uint64(n) {
+					return
+				}
+				res := Run(simConfig(seed))
+				steps.Add(int64(res.Steps))
+				acked.Add(int64(res.Acked))
+				if res.Violation != nil {
+					mu.Lock()
+					failed = append(failed, seed)
+					mu.Unlock()
+					stopped.Store(true)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	el := time.Since(start)
+	t.Logf("%d seeds from %d, %d steps in %v: %.0f steps/s, %d records acknowledged",
+		n, first, steps.Load(), el.Round(time.Millisecond), float64(steps.Load())/el.Seconds(), acked.Load())
+	if len(failed) > 0 {
+		seed := failed[0]
+		for _, s := range failed {
+			seed = min(seed, s)
+		}
+		report(t, seed)
+	}
+}
+
+// runOne runs one seed with its trace.
+func runOne(t *testing.T, seed uint64) {
+	cfg := simConfig(seed)
+	cfg.Trace, cfg.TraceAll = true, *flagAll
+	cfg.Logf = t.Logf
+	res := Run(cfg)
+	t.Logf("seed %d: %d steps, %d appends (%d ok), %d records acknowledged, %d reads, hw %d, faults %v",
+		seed, res.Steps, res.Appends, res.AppendOK, res.Acked, res.Reads, res.HW, res.Faults)
+	if res.Violation != nil {
+		t.Errorf("%v\n\ntrace (step, virtual time, actor, what):\n%s\nrun again: %s", res.Violation, res.Violation.Trace, rerun(seed))
+		return
+	}
+	if testing.Verbose() {
+		t.Logf("trace:\n%s", res.Trace)
+	}
+}
+
+// report re-runs a failing seed with tracing (the run is deterministic: it
+// must fail the same way) and fails the test with the trace.
+func report(t *testing.T, seed uint64) {
+	t.Helper()
+	cfg := simConfig(seed)
+	plain := Run(cfg)
+	cfg.Trace = true
+	res := Run(cfg)
+	if res.Violation == nil {
+		t.Fatalf("seed %d failed (%v) but not when traced: the simulation is not deterministic", seed, plain.Violation)
+	}
+	if plain.Violation != nil && (plain.Violation.Step != res.Violation.Step || plain.Violation.Err.Error() != res.Violation.Err.Error()) {
+		t.Errorf("seed %d: traced run differs: %v vs %v (not deterministic)", seed, plain.Violation, res.Violation)
+	}
+	t.Fatalf("%v\n\ntrace (step, virtual time, actor, what):\n%s\nrun again: %s", res.Violation, res.Violation.Trace, rerun(seed))
+}
+
+func rerun(seed uint64) string {
+	s := fmt.Sprintf("go test ./internal/sim -run 'TestSimulate$' -sim.seed %d", seed)
+	if *flagSteps > 0 {
+		s += fmt.Sprintf(" -sim.steps %d", *flagSteps)
+	}
+	return s + " -v"
+}
+
+// TestDeterministic runs a few seeds twice and compares the traces.
+func TestDeterministic(t *testing.T) {
+	for seed := uint64(1); seed <= 5; seed++ {
+		cfg := simConfig(seed)
+		cfg.Trace, cfg.TraceAll = true, true
+		a, b := Run(cfg), Run(cfg)
+		if a.Trace != b.Trace {
+			t.Fatalf("seed %d: two runs differ", seed)
+		}
+		if a.Steps < 100 || a.Appends == 0 {
+			t.Fatalf("seed %d: only %d steps, %d appends", seed, a.Steps, a.Appends)
+		}
+	}
+}
