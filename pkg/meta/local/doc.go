@@ -12,6 +12,9 @@
 //	SNAPSHOT                      every item as of the start of journal <seq> (optional)
 //	SNAPSHOT.tmp                  a snapshot being written; removed at Open
 //	journal-0000000000000007.log  mutations since SNAPSHOT, oldest first
+//	CLOSED                        the journal's seq and length at the last clean Close (optional)
+//	CLOSED.tmp                    a close record being written; removed at Open
+//	journal-….log.dropped-at-<n>  bytes WithTruncateDamaged cut off at offset n; kept for the operator
 //
 // Open loads SNAPSHOT (if any), replays journal files with seq at or above
 // the snapshot's seq in order, and appends to the last one. Journal seqs are
@@ -58,6 +61,11 @@
 //	{"op":"del_part","key":{"topic":"orders","topic_id":"...","partition":3}}
 //	{"op":"put_offsets","group":"g1","offsets":[{...meta.GroupOffset},...]}
 //	{"op":"end","count":42}     snapshot only: the last frame, count of frames before it
+//	{"op":"closed","size":9000} CLOSED only: its one frame, the journal's length
+//
+// A partition's "version" and "deleted" fields, a catalog entry's "cold_ms"
+// and a group offset's "topic_id" are absent in files written before they
+// existed and read as 0, false, 0 and "".
 //
 // # Durability and recovery
 //
@@ -75,19 +83,60 @@
 //     zero-filled 512-byte sector in its payload: torn, truncated;
 //   - anything else that does not decode (a CRC failure with data after it,
 //     a length over MaxEntrySize, a zero length followed by data, bad JSON
-//     under a good CRC): ErrCorrupt, and Open fails. So does any flaw in the
-//     snapshot or in a journal that is not the last one, which were fully
-//     fsynced before anything newer was written.
+//     under a good CRC): damage, ErrCorrupt, and Open fails. So does any flaw
+//     in the snapshot or in a journal that is not the last one, which were
+//     fully fsynced before anything newer was written.
 //
-// One ambiguity is inherent in the framing: a bit flip in the low bytes of a
-// length field that makes a frame in the middle claim to run past the end of
-// the file looks exactly like a torn tail, and the frames after it are
-// dropped. The CRC covering the length catches every other flip of it.
+// A bit flip in the low bytes of a length field that makes a frame in the
+// middle claim to run past the end of the file looks like a torn tail (the
+// CRC covering the length catches every other flip of it). Open tells them
+// apart by looking for a whole frame after it: JSON holds no 0x00 byte and
+// every payload starts with {"op":, so no frame can start inside another's
+// payload, and a frame is appended only after the one before it was
+// fsynced. A whole frame after the suspect one proves the suspect was
+// committed: damage, not a torn tail.
 //
-// A failed write or fsync leaves the journal's state unknown (after a failed
-// fsync Linux may already have dropped the dirty pages), so the mutation
-// returns meta.ErrUnavailable and the store refuses further mutations with
-// it; reads keep serving the last durable state. Reopening recovers.
+// # Damage
+//
+// What Open does, and reports (Store.Recovery, and one ERROR record through
+// WithLogger naming the file, the offset, the bytes dropped and the cause):
+//
+//   - a torn tail, at most the one frame an interrupted append can leave
+//     (the length in its header when that reached the disk): truncated,
+//     logged as "journal torn tail dropped". A crash mid-append is normal;
+//     the dropped mutation was never acknowledged. It is still logged at
+//     ERROR because a file truncated at a frame's middle looks the same.
+//   - evidence that committed frames are gone: a torn-looking tail longer
+//     than one such frame (zeros past the end its own header names, a
+//     journal zeroed from its header on), or a journal shorter than CLOSED
+//     records (truncated or emptied while the store was closed; CLOSED is a
+//     lower bound on that journal's length until a rotation replaces it,
+//     and says nothing after a crash). Open truncates what does not decode
+//     and opens, logging "journal lost committed data" with the counts
+//     (Recovery.LostCommitted, DroppedBytes, MissingBytes): the frames are
+//     not on disk any more, so refusing to start would save nothing, and
+//     the caller decides what to do about it (the server surfaces it).
+//   - damage (a flipped byte mid-journal, robustness F6): Open refuses,
+//     ErrCorrupt, and leaves the files untouched. The frames after the
+//     damage are still on disk and were committed; truncating them would
+//     roll committed metadata back silently, and the segment files they
+//     describe would then be overwritten by the next producer. The explicit
+//     recovery option WithTruncateDamaged opens such a store: it copies the
+//     bytes from the damage to the end of the file into
+//     journal-….log.dropped-at-<offset> (fsynced), truncates the last
+//     journal there, and reports "journal lost committed data" with the
+//     number of intact frames it dropped. It covers frames of the last
+//     journal only: a damaged file header, snapshot or older journal still
+//     fails Open.
+//
+// A failed write or fsync (a full disk, an I/O error) leaves the journal's
+// state unknown (after a failed fsync Linux may already have dropped the
+// dirty pages), so the mutation returns meta.ErrUnavailable and the store
+// refuses further mutations with it; reads keep serving the last durable
+// state. Reopening recovers. A context that ends before a method runs is
+// meta.ErrUnavailable too. These errors keep their cause for errors.Is
+// (syscall.ENOSPC, context.DeadlineExceeded), but their messages name no
+// path under the store's directory: a client may see them.
 //
 // # Snapshots
 //

@@ -86,11 +86,14 @@ func journals(dir string) ([]uint64, error) {
 	return seqs, nil
 }
 
-// load rebuilds the state from dir and opens the journal to append to.
+// load rebuilds the state from dir and opens the journal to append to,
+// filling s.recovery with what it dropped or found missing.
 func (s *Store) load() error {
 	dir := s.dir
-	if err := os.Remove(filepath.Join(dir, snapshotTmpName)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("meta/local: remove stale snapshot: %w", err)
+	for _, tmp := range []string{snapshotTmpName, closedTmpName} {
+		if err := os.Remove(filepath.Join(dir, tmp)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("meta/local: remove stale %s: %w", tmp, err)
+		}
 	}
 	st := newState()
 	first := uint64(1) // first journal to replay
@@ -125,6 +128,8 @@ func (s *Store) load() error {
 		}
 	}
 
+	var rec Recovery
+	lengths := map[uint64]int64{} // valid length of each journal
 	if len(live) == 0 {
 		if first != 1 {
 			return fmt.Errorf("%w: snapshot names journal %016x, which is missing", ErrCorrupt, first)
@@ -136,29 +141,89 @@ func (s *Store) load() error {
 		s.setJournal(j, first)
 	}
 	for i, seq := range live {
+		name := journalName(seq)
 		last := i == len(live)-1
-		valid, size, err := replayJournal(dir, seq, last, &st)
+		r, err := replayJournal(dir, seq, last, &st)
 		if err != nil {
-			return fmt.Errorf("meta/local: %s: %w", journalName(seq), err)
+			return fmt.Errorf("meta/local: %s: %w", name, err)
 		}
-		if last {
-			f, err := os.OpenFile(filepath.Join(dir, journalName(seq)), os.O_RDWR, 0)
-			if err != nil {
-				return fmt.Errorf("meta/local: open journal: %w", err)
-			}
-			j := osFile{f}
-			if valid != size || valid == 0 {
-				if err := repairTail(j, seq, int64(valid)); err != nil {
+		lengths[seq] = int64(max(r.valid, FileHeaderSize))
+		if !last {
+			continue
+		}
+		if r.damage != nil && !s.opts.truncateDamaged {
+			return fmt.Errorf("meta/local: %s: %w; %d intact frames follow it (WithTruncateDamaged opens the store without them)", name, r.damage, r.intact)
+		}
+		f, err := os.OpenFile(filepath.Join(dir, name), os.O_RDWR, 0)
+		if err != nil {
+			return fmt.Errorf("meta/local: open journal: %w", err)
+		}
+		j := osFile{f}
+		if tail := len(r.b) - r.valid; tail > 0 {
+			rec.Journal, rec.Offset, rec.DroppedBytes = name, int64(r.valid), int64(tail)
+			switch {
+			case r.damage != nil:
+				saved, err := saveTail(dir, seq, r.valid, r.b[r.valid:])
+				if err != nil {
 					f.Close()
-					return err
+					return fmt.Errorf("meta/local: %s: save the damaged tail before truncating it: %w", name, err)
 				}
+				rec.Saved, rec.DroppedFrames, rec.LostCommitted = saved, r.intact, true
+				rec.addCause("damaged at %d, truncated by WithTruncateDamaged: %v", r.valid, r.damage)
+			case tail > r.maxTorn:
+				rec.LostCommitted = true
+				rec.addCause("%d bytes past the last whole frame, more than the %d an interrupted append can leave (%s)", tail, r.maxTorn, r.torn)
+			default:
+				rec.addCause("torn tail: %s", r.torn)
 			}
-			s.setJournal(j, seq)
-			s.w.size = int64(max(valid, FileHeaderSize))
 		}
+		if r.valid != len(r.b) || r.valid == 0 {
+			if err := repairTail(j, seq, int64(r.valid)); err != nil {
+				f.Close()
+				return err
+			}
+		}
+		s.setJournal(j, seq)
+		s.w.size = lengths[seq]
 	}
+	if len(live) == 0 {
+		lengths[first] = FileHeaderSize
+	}
+	s.checkClosed(&rec, first, s.w.seq, lengths)
 	s.mu.st = st
+	s.recovery = rec
+	s.report(rec)
 	return nil
+}
+
+// checkClosed compares the journals Open found with the CLOSED record of
+// the last clean Close (see writeClosed) and adds what is missing to rec.
+// Journals below first were replaced by the snapshot: the record says
+// nothing about them.
+func (s *Store) checkClosed(rec *Recovery, first, lastSeq uint64, lengths map[uint64]int64) {
+	seq, size, ok, err := readClosed(s.dir)
+	if err != nil {
+		s.opts.logger.Warn("meta/local: ignoring an unreadable close record", "file", filepath.Join(s.dir, closedName), "err", err)
+		return
+	}
+	if !ok || seq < first {
+		return
+	}
+	have, found := lengths[seq]
+	switch {
+	case seq > lastSeq || !found:
+		rec.MissingBytes += size
+		rec.addCause("%s, %d bytes at the last clean close, is missing", journalName(seq), size)
+	case have < size:
+		rec.MissingBytes += size - have
+		rec.addCause("%s holds %d bytes of whole frames, %d at the last clean close", journalName(seq), have, size)
+	default:
+		return
+	}
+	rec.LostCommitted = true
+	if rec.Journal == "" {
+		rec.Journal, rec.Offset = journalName(seq), have
+	}
 }
 
 func (s *Store) setJournal(j file, seq uint64) {
@@ -185,44 +250,64 @@ func repairTail(j file, seq uint64, valid int64) error {
 	return nil
 }
 
-// replayJournal applies journal seq to st and returns the length of its
-// valid prefix (0 when even the header is torn) and of the file. A torn tail or header is
-// allowed only in the last journal; anywhere else it is ErrCorrupt.
-func replayJournal(dir string, seq uint64, last bool, st *state) (valid, size int, err error) {
+// replayJournal applies journal seq to st up to its valid prefix. A torn
+// tail or header is allowed only in the last journal; anywhere else it is
+// ErrCorrupt. In the last journal, bytes that are not a torn tail (see the
+// package doc) are reported in replay.damage rather than as an error, so
+// the caller can apply WithTruncateDamaged.
+func replayJournal(dir string, seq uint64, last bool, st *state) (replay, error) {
 	b, err := os.ReadFile(filepath.Join(dir, journalName(seq)))
 	if err != nil {
-		return 0, 0, err
+		return replay{}, err
 	}
+	r := replay{b: b}
 	hseq, err := decodeFileHeader(b, journalMagic)
 	if err != nil {
 		if last && errors.Is(err, errTorn) && (len(b) < FileHeaderSize || allZero(b)) {
-			return 0, len(b), nil // created, header never durable, nothing else written
+			// Created, header never durable, nothing else written: a
+			// header's worth of bytes at most.
+			r.maxTorn, r.torn = FileHeaderSize, err.Error()
+			return r, nil
 		}
-		return 0, 0, torn(err)
+		return replay{}, torn(err)
 	}
 	if hseq != seq {
-		return 0, 0, fmt.Errorf("%w: header seq %016x", ErrCorrupt, hseq)
+		return replay{}, fmt.Errorf("%w: header seq %016x", ErrCorrupt, hseq)
 	}
 	pos := FileHeaderSize
 	for {
 		payload, next, err := readFrame(b, pos)
 		if err == io.EOF {
-			return pos, len(b), nil
+			r.valid = pos
+			return r, nil
 		}
-		if err != nil {
-			if last && errors.Is(err, errTorn) {
-				return pos, len(b), nil
+		var e *entry
+		if err == nil {
+			e, err = decodeEntry(payload, pos)
+		}
+		if err == nil {
+			if err = st.apply(e); err != nil {
+				err = fmt.Errorf("entry at %d: %w", pos, err)
 			}
-			return 0, 0, torn(err)
 		}
-		e, err := decodeEntry(payload, pos)
-		if err != nil {
-			return 0, 0, err
+		if err == nil {
+			pos = next
+			continue
 		}
-		if err := st.apply(e); err != nil {
-			return 0, 0, fmt.Errorf("entry at %d: %w", pos, err)
+		if !last {
+			return replay{}, torn(err)
 		}
-		pos = next
+		r.valid = pos
+		r.intact, _ = intactFrames(b, pos)
+		switch {
+		case errors.Is(err, errTorn) && r.intact > 0:
+			r.damage = fmt.Errorf("%w: %v, but whole frames follow: committed, then damaged", ErrCorrupt, err)
+		case errors.Is(err, errTorn):
+			r.maxTorn, r.torn = maxTornAt(b, pos), err.Error()
+		default:
+			r.damage = err
+		}
+		return r, nil
 	}
 }
 

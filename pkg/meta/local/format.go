@@ -39,6 +39,7 @@ const (
 	opPutSeg     = "put_seg"
 	opDelSeg     = "del_seg"
 	opEnd        = "end"
+	opClosed     = "closed" // the close record's only frame (CLOSED)
 )
 
 var (
@@ -190,6 +191,7 @@ type entry struct {
 	Offsets []meta.GroupOffset `json:"offsets,omitempty"`
 	Count   int64              `json:"count,omitempty"`
 	Seg     *meta.CatalogEntry `json:"seg,omitempty"`
+	Size    int64              `json:"size,omitempty"` // closed: the journal's length
 }
 
 // partKey is meta.PartitionKey as written in an entry.
@@ -214,7 +216,7 @@ func decodeEntry(payload []byte, pos int) (*entry, error) {
 		ok = e.Key != nil
 	case opPutSeg, opDelSeg:
 		ok = e.Key != nil && e.Seg != nil
-	case opDelTopic, opPutOffsets, opEnd:
+	case opDelTopic, opPutOffsets, opEnd, opClosed:
 		ok = true
 	}
 	if !ok {

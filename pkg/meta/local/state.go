@@ -67,7 +67,7 @@ func (st *state) apply(e *entry) error {
 			delete(st.segs, k)
 		}
 	default:
-		return fmt.Errorf("%w: op %q outside a snapshot's end", ErrCorrupt, e.Op)
+		return fmt.Errorf("%w: op %q is not a mutation", ErrCorrupt, e.Op)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,7 +25,9 @@ const DefaultSnapshotBytes = 4 << 20
 type Option func(*options)
 
 type options struct {
-	snapshotBytes int64
+	snapshotBytes   int64
+	logger          *slog.Logger
+	truncateDamaged bool
 }
 
 // WithSnapshotBytes sets the journal size past which a snapshot is written
@@ -32,6 +35,26 @@ type options struct {
 // rotation.
 func WithSnapshotBytes(n int64) Option {
 	return func(o *options) { o.snapshotBytes = n }
+}
+
+// WithLogger sets where Open reports what it repaired or found missing in
+// the journal (always at ERROR level: see Recovery), and Close a failed
+// close record. The default discards.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) { o.logger = l }
+}
+
+// WithTruncateDamaged is the explicit recovery option for a damaged last
+// journal (a frame that fails its checksum or does not decode with data
+// after it, or a torn-looking frame followed by intact ones). Without it
+// Open fails with ErrCorrupt; with it Open saves the bytes from the damage
+// to the end of the file next to the journal (Recovery.Saved), truncates
+// the journal there and opens the store without them: every mutation from
+// the damaged frame on is lost, and Open reports it (Recovery.LostCommitted).
+// Damage to a file header, to the snapshot or to an older journal still
+// fails Open.
+func WithTruncateDamaged() Option {
+	return func(o *options) { o.truncateDamaged = true }
 }
 
 // applyOptions is the one place defaults are set.
@@ -42,6 +65,9 @@ func applyOptions(opts []Option) options {
 	}
 	if o.snapshotBytes <= 0 {
 		o.snapshotBytes = DefaultSnapshotBytes
+	}
+	if o.logger == nil {
+		o.logger = slog.New(slog.DiscardHandler)
 	}
 	return o
 }
@@ -58,9 +84,10 @@ type file interface {
 // Store is the embedded meta.Store. It is safe for concurrent use; see the
 // package doc for the locking.
 type Store struct {
-	dir  string
-	opts options
-	lock *os.File // holds the flock
+	dir      string
+	opts     options
+	lock     *os.File // holds the flock
+	recovery Recovery // what Open repaired; immutable after Open
 
 	// w serializes mutations: condition check, journal write, fsync,
 	// apply, rotation. It is held across the fsync; readers never take it.
@@ -88,7 +115,9 @@ var _ meta.Store = (*Store)(nil)
 // Open opens the store in dir, creating dir and an empty store if needed.
 // It takes an exclusive lock on dir (ErrLocked if another Store has it),
 // loads the snapshot, replays the journals, truncates a torn tail, and
-// returns ErrCorrupt for damage it cannot attribute to a crash.
+// returns ErrCorrupt for damage it cannot attribute to a crash (unless
+// WithTruncateDamaged). What it dropped or found missing is in Recovery
+// and logged at ERROR level (see the package doc, "Damage").
 func Open(dir string, opts ...Option) (*Store, error) {
 	s := &Store{dir: dir, opts: applyOptions(opts)}
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
@@ -115,8 +144,9 @@ func Open(dir string, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
-// Close closes the journal and releases the directory lock. Closing again
-// is a no-op. Every acknowledged mutation is already durable.
+// Close closes the journal, records its length in CLOSED (see the package
+// doc) and releases the directory lock. Closing again is a no-op. Every
+// acknowledged mutation is already durable.
 func (s *Store) Close() error {
 	s.w.Lock()
 	defer s.w.Unlock()
@@ -128,13 +158,23 @@ func (s *Store) Close() error {
 	s.mu.closed = true
 	s.mu.st = state{}
 	s.mu.Unlock()
+	if s.w.err == nil {
+		// Only evidence for the next Open: a failure loses nothing.
+		if err := writeClosed(s.dir, s.w.seq, s.w.size); err != nil {
+			s.opts.logger.Warn("meta/local: could not record the journal length at close", "dir", s.dir, "err", err)
+		}
+	}
 	return errors.Join(s.w.j.Close(), s.lock.Close())
 }
+
+// Recovery reports what Open dropped from the journal or found missing
+// from it. The zero Recovery means the journal was intact.
+func (s *Store) Recovery() Recovery { return s.recovery }
 
 // read runs f on the state under the read lock.
 func (s *Store) read(ctx context.Context, f func(st *state) error) error {
 	if err := ctx.Err(); err != nil {
-		return err
+		return fmt.Errorf("%w: meta/local: %w", meta.ErrUnavailable, err)
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -149,7 +189,7 @@ func (s *Store) read(ctx context.Context, f func(st *state) error) error {
 // durable, applies it, and rotates the journal if it is due.
 func (s *Store) mutate(ctx context.Context, check func(st *state) (*entry, error)) error {
 	if err := ctx.Err(); err != nil {
-		return err
+		return fmt.Errorf("%w: meta/local: %w", meta.ErrUnavailable, err)
 	}
 	s.w.Lock()
 	defer s.w.Unlock()
@@ -157,10 +197,10 @@ func (s *Store) mutate(ctx context.Context, check func(st *state) (*entry, error
 		return ErrClosed
 	}
 	if s.w.err != nil {
-		return fmt.Errorf("%w: meta/local: an earlier journal write failed, reopen the store: %w", meta.ErrUnavailable, s.w.err)
+		return fmt.Errorf("%w: meta/local: an earlier journal write failed, reopen the store: %w", meta.ErrUnavailable, s.pathless(s.w.err))
 	}
 	if err := ctx.Err(); err != nil { // waited for the lock; nothing written yet
-		return err
+		return fmt.Errorf("%w: meta/local: %w", meta.ErrUnavailable, err)
 	}
 	e, err := check(&s.mu.st)
 	if err != nil || e == nil {
@@ -198,11 +238,11 @@ func (s *Store) appendEntry(e *entry) error {
 	}
 	if _, err := s.w.j.WriteAt(s.w.buf, s.w.size); err != nil {
 		s.w.err = err
-		return fmt.Errorf("%w: meta/local: journal write: %w", meta.ErrUnavailable, err)
+		return fmt.Errorf("%w: meta/local: journal write: %w", meta.ErrUnavailable, s.pathless(err))
 	}
 	if err := s.w.j.Sync(); err != nil {
 		s.w.err = err
-		return fmt.Errorf("%w: meta/local: journal sync: %w", meta.ErrUnavailable, err)
+		return fmt.Errorf("%w: meta/local: journal sync: %w", meta.ErrUnavailable, s.pathless(err))
 	}
 	s.w.size += int64(len(s.w.buf))
 	if cap(s.w.buf) > 1<<20 {
@@ -469,3 +509,24 @@ func (s *Store) GroupOffsets(ctx context.Context, group, topic string) ([]meta.G
 	}
 	return out, nil
 }
+
+// pathless is err with the store's directory cut from its message, so an
+// error a client may see names no server path ("write journal-…log: no
+// space left on device"). The chain is kept: errors.Is(err, syscall.ENOSPC)
+// still holds.
+func (s *Store) pathless(err error) error {
+	prefix := filepath.Clean(s.dir) + string(filepath.Separator)
+	msg := err.Error()
+	if !strings.Contains(msg, prefix) {
+		return err
+	}
+	return &pathlessError{msg: strings.ReplaceAll(msg, prefix, ""), err: err}
+}
+
+type pathlessError struct {
+	msg string
+	err error
+}
+
+func (e *pathlessError) Error() string { return e.msg }
+func (e *pathlessError) Unwrap() error { return e.err }

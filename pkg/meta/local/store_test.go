@@ -308,34 +308,40 @@ func TestDamage(t *testing.T) {
 		corrupt  func([]byte) []byte
 		want     []*entry // nil: want ErrCorrupt
 		wantSize int
+		lost     bool // Recovery.LostCommitted
 	}{
-		{"intact", func(b []byte) []byte { return b }, full, end},
-		{"zeros appended", func(b []byte) []byte { return append(b, make([]byte, 4096)...) }, full, end},
-		{"short junk appended", func(b []byte) []byte { return append(b, 0xff, 0xee, 0xdd) }, full, end},
-		{"frame header appended, no payload", func(b []byte) []byte { return append(b, 100, 0, 0, 0, 1, 2, 3, 4, 'x') }, full, end},
-		{"last frame zeroed", zero(last, end), upToLast, last},
-		{"last frame payload sector zeroed", zero(firstSector, firstSector+sectorSize), upToLast, last},
-		{"last frame last sector zeroed", zero((end-1)/sectorSize*sectorSize, end), upToLast, last},
-		{"last frame cut then zero-extended", func(b []byte) []byte { return append(b[:last+40], make([]byte, 8192)...) }, upToLast, last},
-		{"last frame bit flip", flip(last + 300), nil, 0},
-		{"last frame crc flip", flip(last + 5), nil, 0},
-		{"middle payload bit flip", flip(mid + 20), nil, 0},
-		{"middle crc flip", flip(mid + 4), nil, 0},
-		{"middle length high byte", setLen(mid, func(n uint32) uint32 { return n | 1<<24 }), nil, 0},
-		{"middle length shorter", setLen(mid, func(n uint32) uint32 { return n - 1 }), nil, 0},
-		{"middle length longer", setLen(mid, func(n uint32) uint32 { return n + 1 }), nil, 0},
-		{"middle frame zeroed", zero(mid, offs[len(offs)/2+1]), nil, 0},
-		{"middle sector zeroed", zero(mid+8, mid+12), nil, 0},
-		{"zeros then data", func(b []byte) []byte { return append(append(b, make([]byte, 16)...), 1) }, nil, 0},
-		{"header magic", flip(0), nil, 0},
-		{"header crc", flip(17), nil, 0},
-		{"header version", func(b []byte) []byte { b[4] = 9; return b }, nil, 0},
-		{"header seq", func(b []byte) []byte { copy(b, appendFileHeader(nil, journalMagic, 2)); return b }, nil, 0},
+		{"intact", func(b []byte) []byte { return b }, full, end, false},
+		{"zeros appended", func(b []byte) []byte { return append(b, make([]byte, 4096)...) }, full, end, false},
+		{"short junk appended", func(b []byte) []byte { return append(b, 0xff, 0xee, 0xdd) }, full, end, false},
+		{"frame header appended, no payload", func(b []byte) []byte { return append(b, 100, 0, 0, 0, 1, 2, 3, 4, 'x') }, full, end, false},
+		{"last frame zeroed", zero(last, end), upToLast, last, false},
+		{"last frame payload sector zeroed", zero(firstSector, firstSector+sectorSize), upToLast, last, false},
+		{"last frame last sector zeroed", zero((end-1)/sectorSize*sectorSize, end), upToLast, last, false},
+		// Zeros past the end the frame's own header names: more than one
+		// interrupted append writes.
+		{"last frame cut then zero-extended", func(b []byte) []byte { return append(b[:last+40], make([]byte, 8192)...) }, upToLast, last, true},
+		{"last frame bit flip", flip(last + 300), nil, 0, false},
+		{"last frame crc flip", flip(last + 5), nil, 0, false},
+		{"middle payload bit flip", flip(mid + 20), nil, 0, false},
+		{"middle crc flip", flip(mid + 4), nil, 0, false},
+		{"middle length high byte", setLen(mid, func(n uint32) uint32 { return n | 1<<24 }), nil, 0, false},
+		{"middle length shorter", setLen(mid, func(n uint32) uint32 { return n - 1 }), nil, 0, false},
+		{"middle length longer", setLen(mid, func(n uint32) uint32 { return n + 1 }), nil, 0, false},
+		// Looks like a torn tail, but whole frames follow it.
+		{"middle length past the end", setLen(mid, func(n uint32) uint32 { return uint32(len(b)) }), nil, 0, false},
+		{"middle frame zeroed", zero(mid, offs[len(offs)/2+1]), nil, 0, false},
+		{"middle sector zeroed", zero(mid+8, mid+12), nil, 0, false},
+		{"zeros then data", func(b []byte) []byte { return append(append(b, make([]byte, 16)...), 1) }, nil, 0, false},
+		{"header magic", flip(0), nil, 0, false},
+		{"header crc", flip(17), nil, 0, false},
+		{"header version", func(b []byte) []byte { b[4] = 9; return b }, nil, 0, false},
+		{"header seq", func(b []byte) []byte { copy(b, appendFileHeader(nil, journalMagic, 2)); return b }, nil, 0, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			work := t.TempDir()
-			must(t, os.WriteFile(journalPath(work, 1), tc.corrupt(slices.Clone(b)), 0o644))
+			damaged := tc.corrupt(slices.Clone(b))
+			must(t, os.WriteFile(journalPath(work, 1), damaged, 0o644))
 			s, err := Open(work)
 			if tc.want == nil {
 				if !errors.Is(err, ErrCorrupt) {
@@ -344,10 +350,20 @@ func TestDamage(t *testing.T) {
 					}
 					t.Fatalf("Open: %v, want ErrCorrupt", err)
 				}
+				// Refusing changes nothing on disk.
+				onDisk, err := os.ReadFile(journalPath(work, 1))
+				must(t, err)
+				if !slices.Equal(onDisk, damaged) {
+					t.Fatal("a refused Open changed the journal")
+				}
 				return
 			}
 			if err != nil {
 				t.Fatalf("Open: %v", err)
+			}
+			rec := s.Recovery()
+			if rec.LostCommitted != tc.lost || rec.DroppedBytes != int64(len(damaged)-tc.wantSize) || (rec.DroppedBytes > 0) != (rec.Journal != "") {
+				t.Errorf("Recovery %+v, want lost %v and %d bytes dropped", rec, tc.lost, len(damaged)-tc.wantSize)
 			}
 			got := dump(s)
 			must(t, s.Close())
