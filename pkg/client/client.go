@@ -77,7 +77,11 @@ type config struct {
 // WithHTTPClient sets the HTTP client. The default has no overall timeout
 // (calls are bounded by their context; long polls last up to 20 s) and
 // keeps up to 64 idle connections per host, so a producer writing many
-// partitions at once does not reconnect per batch.
+// partitions at once does not reconnect per batch. Whichever client is
+// used, redirects are never followed (its CheckRedirect is replaced, on a
+// copy): API.md has no 3xx, and following one that keeps the method can
+// turn a request into another (a DELETE of a partition path into a DELETE
+// of the topic). A 3xx answer is an *Error.
 func WithHTTPClient(hc *http.Client) Option { return func(c *config) { c.hc = hc } }
 
 // WithSigV4 signs every request with AWS Signature Version 4 for an
@@ -117,7 +121,11 @@ func applyDefaults(opts []Option) (config, error) {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConnsPerHost = 64
 		c.hc = &http.Client{Transport: tr}
+	} else {
+		hc := *c.hc // the caller's client keeps its own CheckRedirect
+		c.hc = &hc
 	}
+	c.hc.CheckRedirect = refuseRedirect
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
@@ -243,6 +251,14 @@ func (c *Client) send(ctx context.Context, rq *request) (*response, error) {
 	start := time.Now()
 	res, err := c.cfg.hc.Do(req)
 	if err != nil {
+		if re := (*redirectError)(nil); errors.As(err, &re) {
+			// An answer, not a transport failure: never retried.
+			var id string
+			if res != nil {
+				id = res.Header.Get("X-Request-Id")
+			}
+			return nil, &Error{Status: re.status, Message: re.Error(), Op: op, RequestID: id}
+		}
 		if cerr := ctx.Err(); cerr != nil {
 			return nil, fmt.Errorf("client: %s: %w", op, cerr)
 		}
@@ -290,6 +306,26 @@ func (c *Client) do(ctx context.Context, rq *request, repeatable bool) (*respons
 	return retry(ctx, c.cfg.backoff, c.cfg.backoff.MaxElapsed, c.cfg.log, func() (*response, error) {
 		return c.send(ctx, rq)
 	})
+}
+
+// redirectError is what refuseRedirect stops a redirect with.
+type redirectError struct {
+	status   int
+	location string
+}
+
+func (e *redirectError) Error() string {
+	return fmt.Sprintf("redirect (HTTP %d) to %s refused: the API never redirects", e.status, e.location)
+}
+
+// refuseRedirect is every Client's CheckRedirect: a redirect is never
+// followed.
+func refuseRedirect(req *http.Request, _ []*http.Request) error {
+	e := &redirectError{location: req.URL.Redacted()}
+	if req.Response != nil {
+		e.status = req.Response.StatusCode
+	}
+	return e
 }
 
 // isNetError reports whether err looks like a network failure (used for

@@ -54,6 +54,7 @@ type consumerConfig struct {
 	maxBytes       int
 	autoCommit     time.Duration
 	metadata       string
+	skipDamaged    bool
 }
 
 // WithGroup makes the consumer resume from the group's committed offsets
@@ -96,6 +97,15 @@ func WithFetchMax(records, bytes int) ConsumerOption {
 func WithAutoCommit(interval time.Duration) ConsumerOption {
 	return func(c *consumerConfig) { c.autoCommit = interval }
 }
+
+// WithSkipDamaged makes the consumer skip records the server reports
+// damaged on disk (a *DamagedError from the fetch): the partition's
+// position moves to the next readable offset, the records in between are
+// lost to this consumer, and each skip is logged at error level. Without
+// it (the default) nothing is skipped: Poll returns the *DamagedError and
+// that partition stops, so the caller decides (for example a new Consumer
+// WithStartOffset(err.Next)).
+func WithSkipDamaged() ConsumerOption { return func(c *consumerConfig) { c.skipDamaged = true } }
 
 // WithCommitMetadata sets the metadata string stored with commits.
 func WithCommitMetadata(md string) ConsumerOption { return func(c *consumerConfig) { c.metadata = md } }
@@ -266,10 +276,20 @@ func (k *Consumer) fetchLoop(part int, pos int64) {
 	for k.ctx.Err() == nil {
 		res, err := k.c.fetchOnce(k.ctx, k.topic, part, pos, opt)
 		if err != nil {
-			var e *Error
+			var (
+				e   *Error
+				dmg *DamagedError
+			)
 			switch {
 			case k.ctx.Err() != nil:
 				return
+			case errors.As(err, &dmg) && k.cfg.skipDamaged:
+				log.LogAttrs(k.ctx, slog.LevelError, "records damaged on the server; skipping them",
+					slog.Int64("offset", pos), slog.Int64("next", dmg.Next), slog.String("err", dmg.Err.Error()))
+				pos = dmg.Next
+				if !k.hand(fetched{partition: part, resetTo: pos}) {
+					return
+				}
 			case errors.As(err, &e) && e.Code == CodeOffsetOutOfRange && k.cfg.reset != ResetNone:
 				to := e.HighWatermark
 				if k.cfg.reset == ResetEarliest {
@@ -340,15 +360,15 @@ func (c *Client) fetchOnce(ctx context.Context, topic string, partition int, off
 	rq := c.fetchRequest(topic, partition, offset, opt)
 	res, err := c.send(ctx, rq)
 	if err != nil {
-		return nil, err
+		return nil, asDamaged(err, topic, partition, offset)
 	}
 	return decodeFetch(res, partition, rq.method+" "+rq.path)
 }
 
 // Poll waits for records and returns them, at most one fetched batch of
 // one partition per call. It returns ctx's error if ctx ends first, the
-// error that stopped a partition (an unknown topic, or a 416 with
-// ResetNone), or ErrClosed after Close.
+// error that stopped a partition (an unknown topic, a 416 with ResetNone,
+// or a *DamagedError without WithSkipDamaged), or ErrClosed after Close.
 func (k *Consumer) Poll(ctx context.Context) ([]Message, error) { return k.PollN(ctx, 0) }
 
 // PollN is Poll returning at most max records (max <= 0: no limit); the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -190,8 +191,8 @@ func TestConsumerReset416(t *testing.T) {
 	if !errors.As(err, &e) || e.Status != 416 || e.HighWatermark != 11 {
 		t.Fatalf("reset none, explicit start: %v", err)
 	}
-	// ...and a committed offset that no longer exists (the topic was
-	// re-created) fails Poll with the server's 416.
+	// A topic deleted and created again starts without the group's
+	// offsets (Kafka): with reset none the group cannot start there.
 	if err := c.CommitGroupOffsets(ctx, "stale", []client.GroupOffset{{Topic: "oor", Partition: 0, Offset: 11}}); err != nil {
 		t.Fatal(err)
 	}
@@ -199,18 +200,49 @@ func TestConsumerReset416(t *testing.T) {
 		t.Fatal(err)
 	}
 	createTopic(t, c, "oor", 1)
-	k, err = c.NewConsumer(ctx, "oor", client.WithGroup("stale"), client.WithReset(client.ResetNone))
-	if err != nil {
-		t.Fatal(err)
+	if gos, err := c.GroupOffsets(ctx, "stale", "oor"); err != nil || len(gos) != 0 {
+		t.Fatalf("offsets of the deleted topic's group: %v %v", gos, err)
 	}
-	defer k.Close(ctx)
-	_, err = k.Poll(ctx)
-	if !errors.As(err, &e) || e.Status != 416 || e.HighWatermark != 0 || e.Code != client.CodeOffsetOutOfRange {
-		t.Fatalf("reset none, stale group offset: %v", err)
+	if _, err := c.NewConsumer(ctx, "oor", client.WithGroup("stale"), client.WithReset(client.ResetNone)); err == nil {
+		t.Fatal("reset none with the old incarnation's offset started")
 	}
 	// A group with nothing committed and reset none cannot start.
 	if _, err := c.NewConsumer(ctx, "oor", client.WithGroup("fresh"), client.WithReset(client.ResetNone)); err == nil {
 		t.Fatal("reset none without a committed offset started")
+	}
+}
+
+// TestConsumerPoll416ResetNone: a position that falls out of range while
+// consuming (here: a server whose log start moved past it) fails Poll
+// with the server's 416 when the policy is none.
+func TestConsumerPoll416ResetNone(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/v1/topics/gone":
+			fmt.Fprint(w, `{"name":"gone","partitions":1}`)
+		case "/v1/topics/gone/partitions/0/offsets":
+			fmt.Fprint(w, `{"log_start_offset":0,"high_watermark":10}`)
+		default:
+			w.WriteHeader(416)
+			fmt.Fprint(w, `{"error":{"code":"offset_out_of_range","message":"offset 5 out of range [8, 10]"},"log_start_offset":8,"high_watermark":10}`)
+		}
+	}))
+	defer srv.Close()
+	c, err := client.New(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxT(t)
+	k, err := c.NewConsumer(ctx, "gone", client.WithStartOffset(5), client.WithReset(client.ResetNone))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close(ctx)
+	var e *client.Error
+	if _, err := k.Poll(ctx); !errors.As(err, &e) || e.Status != 416 || e.LogStartOffset != 8 || e.Code != client.CodeOffsetOutOfRange {
+		t.Fatalf("reset none, position out of range: %v", err)
 	}
 }
 

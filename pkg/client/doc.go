@@ -20,6 +20,12 @@
 // reasonable: 503 unavailable (and 429, 502, 504, which API Gateway
 // answers), or a connection error before an answer arrived.
 //
+// Redirects are never followed, whatever http.Client is used: API.md has
+// no 3xx, and a followed redirect that keeps the method can address
+// another resource. A 3xx is an *Error. Records damaged on the server's
+// disk are a *DamagedError naming the next readable offset: nothing skips
+// them unless asked (Consumer: WithSkipDamaged).
+//
 // Client methods that change nothing (GETs) or that can be repeated
 // (the group-offset PUT) retry retriable errors with exponential backoff
 // and jitter, never sooner than Retry-After, for up to Backoff.MaxElapsed.

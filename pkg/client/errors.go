@@ -24,6 +24,12 @@ const (
 	CodeOffsetOutOfRange  = "offset_out_of_range"
 	CodeUnavailable       = "unavailable"
 	CodeInternal          = "internal"
+	// CodeCorruptRecord (500, docs/api-extensions.md): records of the
+	// partition are damaged on disk; the answer names the next readable
+	// offset (Error.NextOffset, DamagedError.Next).
+	CodeCorruptRecord = "corrupt_record"
+	// CodeRequestTimeout (408): the request body did not arrive in time.
+	CodeRequestTimeout = "request_timeout"
 )
 
 // Error is an error answer of the API, or the error of one record of a
@@ -46,6 +52,9 @@ type Error struct {
 	// offset_out_of_range answer carries (valid when Code says so).
 	LogStartOffset int64
 	HighWatermark  int64
+	// NextOffset is the first readable offset after the damage a
+	// corrupt_record answer reports (valid when Code says so).
+	NextOffset int64
 }
 
 func (e *Error) Error() string {
@@ -110,8 +119,40 @@ func statusOf(code string) int {
 		return http.StatusRequestedRangeNotSatisfiable
 	case CodeUnavailable:
 		return http.StatusServiceUnavailable
+	case CodeRequestTimeout:
+		return http.StatusRequestTimeout
 	}
 	return http.StatusInternalServerError
+}
+
+// DamagedError is a fetch that reached records the server holds damaged
+// on disk (corrupt_record): they cannot be read, now or on a retry. Next
+// is the first offset after the damage that can be read, so a consumer
+// may skip to it, losing the records in between; nothing skips by itself
+// (see WithSkipDamaged for the Consumer).
+type DamagedError struct {
+	Topic     string
+	Partition int
+	Offset    int64 // the offset the fetch asked for
+	Next      int64 // the first readable offset after the damage
+	Err       *Error
+}
+
+func (e *DamagedError) Error() string {
+	return fmt.Sprintf("client: topic %q partition %d: records from offset %d are damaged; next readable offset %d: %v",
+		e.Topic, e.Partition, e.Offset, e.Next, e.Err)
+}
+
+// Unwrap gives the server's *Error (errors.As, IsCode).
+func (e *DamagedError) Unwrap() error { return e.Err }
+
+// asDamaged turns a corrupt_record answer to a fetch into a *DamagedError.
+func asDamaged(err error, topic string, partition int, offset int64) error {
+	var e *Error
+	if errors.As(err, &e) && e.Code == CodeCorruptRecord && e.NextOffset > offset {
+		return &DamagedError{Topic: topic, Partition: partition, Offset: offset, Next: e.NextOffset, Err: e}
+	}
+	return err
 }
 
 // parseError builds the *Error of a non-2xx answer: API.md's shape, or
@@ -131,11 +172,13 @@ func parseError(op string, res *http.Response, body []byte) *Error {
 		Message        *string `json:"message"`
 		LogStartOffset int64   `json:"log_start_offset"`
 		HighWatermark  int64   `json:"high_watermark"`
+		NextOffset     int64   `json:"next_offset"`
 	}
 	switch {
 	case json.Unmarshal(body, &api) == nil && api.Error != nil:
 		e.Code, e.Message = api.Error.Code, api.Error.Message
 		e.LogStartOffset, e.HighWatermark = api.LogStartOffset, api.HighWatermark
+		e.NextOffset = api.NextOffset
 	case api.Message != nil:
 		e.Message = *api.Message
 	default:

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/tierlog/tierlog/pkg/wire"
@@ -275,12 +276,14 @@ func (c *Client) decodeProduce(res *response, n int, op string) ([]Result, error
 
 // Fetch reads records of one partition from offset on. An offset below
 // the log start or above the high watermark is an *Error with code
-// offset_out_of_range and both bounds. Retried like every read.
+// offset_out_of_range and both bounds. Records damaged on the server's
+// disk from offset on are a *DamagedError naming the next readable
+// offset. Retried like every read.
 func (c *Client) Fetch(ctx context.Context, topic string, partition int, offset int64, opt FetchOptions) (*FetchResult, error) {
 	rq := c.fetchRequest(topic, partition, offset, opt)
 	res, err := c.do(ctx, rq, true)
 	if err != nil {
-		return nil, err
+		return nil, asDamaged(err, topic, partition, offset)
 	}
 	return decodeFetch(res, partition, rq.method+" "+rq.path)
 }
@@ -358,7 +361,19 @@ func fieldBytes(s *string, enc string) ([]byte, error) {
 	case "":
 		return []byte(*s), nil
 	case "base64":
-		return base64.StdEncoding.DecodeString(*s)
+		return decodeBase64(*s)
 	}
 	return nil, fmt.Errorf("unknown encoding %q", enc)
+}
+
+// strictBase64 is RFC 4648 standard base64 with padding and zero padding
+// bits, as the server writes it. Line breaks, which the decoder skips even
+// in strict mode, are refused by decodeBase64.
+var strictBase64 = base64.StdEncoding.Strict()
+
+func decodeBase64(s string) ([]byte, error) {
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		return nil, base64.CorruptInputError(i)
+	}
+	return strictBase64.DecodeString(s)
 }
