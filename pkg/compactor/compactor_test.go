@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tierlog/tierlog/pkg/broker"
+	"github.com/tierlog/tierlog/pkg/index"
 	"github.com/tierlog/tierlog/pkg/meta"
 	"github.com/tierlog/tierlog/pkg/meta/local"
 	"github.com/tierlog/tierlog/pkg/objstore"
@@ -329,7 +330,7 @@ func TestRetention(t *testing.T) {
 // converges: every record readable, one catalog entry and one object per
 // segment, nothing lost or duplicated.
 func TestCrashAtEveryStep(t *testing.T) {
-	steps := []string{StepUpload, StepUploaded, StepCataloged, StepColdEnd, StepLogStart, StepHotDeleted, StepColdDeleted}
+	steps := []string{StepUpload, StepUploaded, StepCataloged, StepColdEnd, StepColdMarked, StepLogStart, StepHotDeleted, StepColdDeleted}
 	for _, step := range steps {
 		for _, nth := range []int{1, 3} {
 			t.Run(fmt.Sprintf("%s/%d", step, nth), func(t *testing.T) {
@@ -343,12 +344,26 @@ func TestCrashAtEveryStep(t *testing.T) {
 					}
 					return nil
 				}
-				e.clock.advance(2 * time.Minute)
-				_, err := e.compactor(hook).Run(e.ctx)
-				if hits.Load() >= int32(nth) && !errors.Is(err, crash) {
-					t.Fatalf("pass did not stop at %s: %v", step, err)
+				// Passes with the hook until it crashed (hot files go only
+				// a grace after the pass that tiered them).
+				c := e.compactor(hook)
+				for i := 0; hits.Load() < int32(nth); i++ {
+					if i == 3 {
+						t.Fatalf("step %s reached %d times in %d passes, want %d", step, hits.Load(), i, nth)
+					}
+					e.clock.advance(2 * time.Minute)
+					_, err := c.Run(e.ctx)
+					if hits.Load() >= int32(nth) && !errors.Is(err, crash) {
+						t.Fatalf("pass did not stop at %s: %v", step, err)
+					}
+					if hits.Load() < int32(nth) && err != nil {
+						t.Fatal(err)
+					}
+					e.readAll() // consistent even mid-way
+					if hits.Load() < int32(nth) {
+						e.produce(20) // more to tier and retain
+					}
 				}
-				e.readAll() // consistent even mid-way
 				e.produce(40)
 				e.clock.advance(2 * time.Minute)
 				for i := 0; i < 2; i++ { // the second pass finds nothing left to do
@@ -434,4 +449,198 @@ func TestOrphanFiles(t *testing.T) {
 		t.Errorf("file of the current epoch removed: %v", err)
 	}
 	e.readAll()
+}
+
+// retainedBytes is the partition's size as retention must see it: each
+// offset range from the log start once, cold or hot.
+func (e *env) retainedBytes() int64 {
+	e.t.Helper()
+	p, err := e.store.Partition(e.ctx, e.key())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	entries, err := e.store.Segments(e.ctx, e.key(), p.LogStartOffset, 0)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	total := int64(0)
+	if p.Active != nil {
+		total += p.Active.Size
+	}
+	cold := map[int64]bool{}
+	for _, en := range entries {
+		total += en.LogLen
+		cold[en.NextOffset] = true
+	}
+	for _, s := range p.Sealed {
+		if s.NextOffset > p.LogStartOffset && !cold[s.NextOffset] {
+			total += s.Size
+		}
+	}
+	return total
+}
+
+// Two passes overlap (the schedule and the invoke on roll) while a
+// producer rolls: pass A read the item while segment S was active; pass B
+// seals-and-tiers S before A reads the catalog. A must not count S twice
+// (as an entry and as its stale active), which made it drop one segment
+// more than retention_bytes allows.
+func TestOverlappingPassesCountRetentionOnce(t *testing.T) {
+	const limit = 12_000
+	e := newEnv(t, broker.TopicSpec{RetentionBytes: ptr(int64(limit))})
+	e.produce(40)
+	if _, err := e.compactor(nil).Run(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	active := func() meta.SegmentInfo {
+		p, err := e.store.Partition(e.ctx, e.key())
+		if err != nil || p.Active == nil {
+			t.Fatalf("partition: %+v %v", p, err)
+		}
+		return *p.Active
+	}
+	// One sealed segment for pass A to tier, then an active S filled to
+	// just below a roll.
+	for base := active().Base; active().Base == base; {
+		e.produce(1)
+	}
+	for active().Size+5*119 <= 4096 {
+		e.produce(1)
+	}
+	var passB Stats
+	a := e.compactor(func(step string, _ meta.PartitionKey, _ int64) error {
+		if step != StepColdEnd || passB.Partitions > 0 {
+			return nil
+		}
+		for s := active().Base; active().Base == s; {
+			e.produce(1) // S rolls
+		}
+		var err error
+		if passB, err = e.compactor(nil).Run(e.ctx); err != nil || passB.Finalized == 0 {
+			t.Fatalf("pass B: %+v %v", passB, err)
+		}
+		return nil
+	})
+	st, err := a.Run(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if passB.Partitions == 0 || st.Finalized == 0 {
+		t.Fatalf("pass B did not run inside pass A (%+v, %+v)", passB, st)
+	}
+	if got := e.retainedBytes(); got < limit || got > limit+4096 {
+		t.Errorf("retention kept %d bytes, want %d plus less than a segment", got, limit)
+	}
+	e.readAll()
+	e.checkConverged()
+}
+
+// A cold fetch past a segment's last sparse index entry, with max_bytes
+// ending the first window exactly on a record boundary before the offset,
+// still returns the offset (it used to answer empty below the high
+// watermark). The tier package tests every such window; this is the fetch.
+func TestColdFetchPastLastIndexEntry(t *testing.T) {
+	e := newEnv(t, broker.TopicSpec{CacheEnabled: ptr(false)})
+	e.produce(60)
+	if _, err := e.compactor(nil).Run(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := e.store.Segments(e.ctx, e.key(), -1, 0)
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("catalog: %v %d", err, len(entries))
+	}
+	en := entries[0]
+	b, err := e.objects.Get(e.ctx, en.Key, 0, en.Size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	offs, err := index.ParseOffsets(b[en.IndexOff : en.IndexOff+en.IndexLen])
+	if err != nil || len(offs) == 0 {
+		t.Fatalf("index of %s: %d entries, %v", en.Key, len(offs), err)
+	}
+	// The second record after the last entry, with max_bytes the size of
+	// the two before it.
+	last := offs[len(offs)-1]
+	pos, off, gap := int64(last.Pos), en.Base+int64(last.Rel), 0
+	for i := 0; i < 2; i++ {
+		_, n, err := segment.DecodeRecord(b[pos:en.LogLen])
+		if err != nil {
+			t.Fatal(err)
+		}
+		pos += int64(n)
+		gap += n
+		off++
+	}
+	if off >= en.NextOffset {
+		t.Fatalf("segment [%d, %d) has fewer than 3 records past its last index entry at %d", en.Base, en.NextOffset, off-2)
+	}
+	f, err := e.b.Fetch(e.ctx, broker.FetchRequest{Topic: e.topic.Name, Offset: off, MaxBytes: gap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Records) == 0 || f.Records[0].Offset != off || !bytes.Equal(f.Records[0].Value, e.acked[off]) {
+		t.Fatalf("cold fetch at %d (max_bytes %d) below hw %d: %d records", off, gap, f.HighWatermark, len(f.Records))
+	}
+}
+
+// The hot files of a tiered segment stay a grace after readers were
+// switched to the cold tier (the cold end advance, recorded as the entry's
+// ColdMs), not after the entry was made: a pass that only now moves the
+// cold end past an entry an earlier, interrupted pass made must not delete
+// its hot files at once. Nor must a pass that finds an entry the cold end
+// passed without a mark (a crash between the two steps).
+func TestHotGraceCountsFromColdEnd(t *testing.T) {
+	for _, stop := range []string{StepCataloged, StepColdEnd} {
+		t.Run(stop, func(t *testing.T) {
+			e := newEnv(t, broker.TopicSpec{})
+			e.produce(20)
+			crash := errors.New("crash")
+			_, err := e.compactor(func(s string, _ meta.PartitionKey, _ int64) error {
+				if s == stop {
+					return crash
+				}
+				return nil
+			}).Run(e.ctx)
+			if !errors.Is(err, crash) {
+				t.Fatalf("first pass: %v", err)
+			}
+			first, err := e.store.Segments(e.ctx, e.key(), -1, 1)
+			if err != nil || len(first) != 1 || first[0].ColdMs != 0 {
+				t.Fatalf("after the interrupted pass: %+v %v, want one entry not marked cold", first, err)
+			}
+			dir := partition.Dir(e.dir, e.key())
+			hot := len(hotFiles(t, dir))
+
+			e.clock.advance(2 * time.Minute) // past the grace since the entry was made
+			switched := e.clock.now().UnixMilli()
+			st, err := e.compactor(nil).Run(e.ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.HotFilesDeleted != 0 || len(hotFiles(t, dir)) != hot {
+				t.Fatalf("pass that switched readers to the cold tier deleted %d segments' hot files", st.HotFilesDeleted)
+			}
+			entries, err := e.store.Segments(e.ctx, e.key(), -1, 0)
+			if err != nil || len(entries) < 2 {
+				t.Fatalf("catalog: %d entries, %v", len(entries), err)
+			}
+			for _, en := range entries {
+				if en.ColdMs != switched {
+					t.Fatalf("entry %d..%d: ColdMs %d, want %d (when the cold end passed it)", en.Base, en.NextOffset, en.ColdMs, switched)
+				}
+			}
+			e.readAll()
+
+			e.clock.advance(59 * time.Second)
+			if st, err := e.compactor(nil).Run(e.ctx); err != nil || st.HotFilesDeleted != 0 {
+				t.Fatalf("pass within the grace: %+v %v", st, err)
+			}
+			e.clock.advance(time.Second)
+			if st, err := e.compactor(nil).Run(e.ctx); err != nil || st.HotFilesDeleted != len(entries) {
+				t.Fatalf("pass a grace after the switch: %+v %v, want %d segments' hot files deleted", st, err, len(entries))
+			}
+			e.readAll()
+			e.checkConverged()
+		})
+	}
 }
