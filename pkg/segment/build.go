@@ -18,21 +18,24 @@ type Summary struct {
 	Times      []byte // encoded time index
 }
 
-// Summarize scans segment id in ra below limit, checking the file header,
-// every CRC, dense offsets from id.Base and non-decreasing timestamps, and
-// rebuilds both sparse indexes exactly as a Writer with the given interval
-// would have written them. It is how the compactor turns a sealed hot
-// segment into an artifact without trusting the hot index files.
+// Summarize scans segment id in ra below limit, checking the file header
+// (magic, version, CRC, base offset and epoch), every CRC, dense offsets
+// from id.Base and non-decreasing timestamps, and rebuilds both sparse
+// indexes exactly as a Writer with the given interval would have written
+// them. It is how the compactor turns a sealed hot segment into an artifact
+// without trusting the hot index files. Damaged records are a *DamageError;
+// a damaged header is an error wrapping ErrCorrupt, even when every record
+// is intact: a segment that fails Summarize is not tiered.
 func Summarize(ra io.ReaderAt, id ID, limit int64, interval int) (Summary, error) {
 	if interval <= 0 {
 		interval = index.DefaultIntervalBytes
 	}
-	hdr, err := ReadFileHeader(io.NewSectionReader(ra, 0, limit))
+	b, err := readHeaderBytes(io.NewSectionReader(ra, 0, max(limit, 0)))
 	if err != nil {
 		return Summary{}, wrapID(id, err)
 	}
-	if hdr.BaseOffset != id.Base || hdr.Epoch != id.Epoch {
-		return Summary{}, fmt.Errorf("%w: %s has header for base %d epoch %d", ErrCorrupt, id, hdr.BaseOffset, hdr.Epoch)
+	if _, err := checkFileHeader(b, id); err != nil {
+		return Summary{}, wrapID(id, err)
 	}
 	s := Summary{FirstTS: -1, LastTS: -1}
 	since := int64(0)
@@ -53,6 +56,14 @@ func Summarize(ra io.ReaderAt, id ID, limit int64, interval int) (Summary, error
 		s.LastTS = r.Timestamp
 		return nil
 	})
+	var d *damageAt
+	if errors.As(err, &d) {
+		de, _, derr := NewReader(ra, id, limit, nil, nil).damage(d)
+		if derr != nil {
+			return Summary{}, derr
+		}
+		return Summary{}, de
+	}
 	if err != nil {
 		return Summary{}, wrapID(id, err)
 	}

@@ -26,7 +26,28 @@ type faultFS struct {
 	failNextSync     map[Kind]bool // Sync fails (the bytes stay written: the page cache may still hold them)
 	failNextTruncate map[Kind]bool
 	syncs            map[Kind]int // successful Syncs
-	noSync           bool         // Sync succeeds without fsync (fast fuzzing)
+	failNextSyncDir  bool         // SyncDir fails
+	dirSyncs         []string     // directories synced, in order
+	noSync           bool         // Sync and SyncDir succeed without fsync (fast fuzzing)
+}
+
+func (fs *faultFS) SyncDir(name string) error {
+	fs.mu.Lock()
+	fail := fs.failNextSyncDir
+	fs.failNextSyncDir = false
+	fs.mu.Unlock()
+	if fail {
+		return fmt.Errorf("fsync directory %s: %w", name, errInjected)
+	}
+	if !fs.noSync {
+		if err := fs.OSFS.SyncDir(name); err != nil {
+			return err
+		}
+	}
+	fs.mu.Lock()
+	fs.dirSyncs = append(fs.dirSyncs, name)
+	fs.mu.Unlock()
+	return nil
 }
 
 func newFaultFS() *faultFS {
@@ -285,6 +306,70 @@ func TestFaultCreate(t *testing.T) {
 				t.Fatal(err)
 			}
 			sameFiles(t, "after Recover and appends", readFiles(t, dir, testID), reference(t, testID, Options{}, recs))
+		})
+	}
+}
+
+// TestFaultCreateDurable (audit finding 6): Create makes the new .log's
+// header and the directory entries durable before it returns, because a
+// commit may name the segment right after. A failed fsync of either fails
+// Create and removes nothing.
+func TestFaultCreateDurable(t *testing.T) {
+	neighbour := ID{Base: testID.Base - 100, Epoch: testID.Epoch}
+	for _, tc := range []struct {
+		name string
+		arm  func(fs *faultFS)
+	}{
+		{"no fault", func(*faultFS) {}},
+		{"header fsync fails", func(fs *faultFS) { fs.arm(fs.failNextSync, KindLog) }},
+		{"directory fsync fails", func(fs *faultFS) { fs.failNextSyncDir = true }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeSegment(t, dir, neighbour, smallIndex, genRecords(neighbour.Base, 20, 1))
+			before := readFiles(t, dir, neighbour)
+			fs := newFaultFS()
+			tc.arm(fs)
+			w, err := Create(dir, testID, Options{FS: fs})
+			if tc.name == "no fault" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				// One fsync of the .log (the header) and one of the
+				// directory, before Create returned: the cost of a roll.
+				if fs.syncs[KindLog] != 1 || fs.syncs[KindIndex] != 0 || fs.syncs[KindTimeIndex] != 0 {
+					t.Fatalf("Create synced %v, want the .log once", fs.syncs)
+				}
+				if len(fs.dirSyncs) != 1 || fs.dirSyncs[0] != dir {
+					t.Fatalf("Create synced directories %q, want [%q]", fs.dirSyncs, dir)
+				}
+				if err := w.Close(); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if !errors.Is(err, errInjected) {
+				t.Fatalf("Create = %v, want the injected fault", err)
+			}
+			if w != nil {
+				t.Fatal("a failed Create returned a writer")
+			}
+			// Nothing was removed: the new files stay for the caller to
+			// judge, the neighbour is untouched.
+			for _, k := range []Kind{KindLog, KindIndex, KindTimeIndex} {
+				if _, err := os.Stat(testID.Path(dir, k)); err != nil {
+					t.Errorf("%s after the failed Create: %v", k, err)
+				}
+			}
+			sameFiles(t, "neighbour", readFiles(t, dir, neighbour), before)
+			// The name stays taken; Recover makes an empty segment of it.
+			if _, err := Create(dir, testID, Options{FS: fs}); !errors.Is(err, os.ErrExist) {
+				t.Fatalf("second Create = %v, want os.ErrExist", err)
+			}
+			st, err := Recover(dir, testID, Unknown, Options{FS: fs})
+			if want := (State{Size: FileHeaderSize, NextOffset: testID.Base, LastTS: -1}); err != nil || st != want {
+				t.Fatalf("Recover = %+v, %v; want %+v", st, err, want)
+			}
 		})
 	}
 }

@@ -100,27 +100,69 @@ func DecodeRecordHeader(b []byte) (RecordHeader, error) {
 	if len(b) < RecordHeaderSize {
 		return RecordHeader{}, fmt.Errorf("%w: %d header bytes of %d", ErrTruncated, len(b), RecordHeaderSize)
 	}
-	h := RecordHeader{
+	h := readRecordHeader(b)
+	keyLen := h.KeyInfo & keyLenMax
+	switch headerFlaw(h) {
+	case flawSize:
+		return h, fmt.Errorf("%w: body size %d over %d", ErrCorrupt, h.Size, MaxBodySize)
+	case flawKeyLen:
+		return h, fmt.Errorf("%w: key length %d over body size %d", ErrCorrupt, keyLen, h.Size)
+	case flawAbsentKey:
+		return h, fmt.Errorf("%w: absent key with length %d", ErrCorrupt, keyLen)
+	case flawNullValue:
+		return h, fmt.Errorf("%w: null value with %d value bytes", ErrCorrupt, h.Size-keyLen)
+	case flawOffset:
+		return h, fmt.Errorf("%w: negative offset %d", ErrCorrupt, h.Offset)
+	}
+	return h, nil
+}
+
+// readRecordHeader decodes the fields of the header at the start of b, which
+// holds at least RecordHeaderSize bytes, without checking them.
+func readRecordHeader(b []byte) RecordHeader {
+	return RecordHeader{
 		Offset:    int64(binary.LittleEndian.Uint64(b[0:])),
 		Size:      binary.LittleEndian.Uint32(b[8:]),
 		CRC:       binary.LittleEndian.Uint32(b[12:]),
 		Timestamp: int64(binary.LittleEndian.Uint64(b[16:])),
 		KeyInfo:   binary.LittleEndian.Uint32(b[24:]),
 	}
+}
+
+// What can be wrong with a record header on its own.
+const (
+	flawNone = iota
+	flawSize
+	flawKeyLen
+	flawAbsentKey
+	flawNullValue
+	flawOffset
+)
+
+// headerFlaw checks a header's lengths and flags for consistency without
+// formatting an error, so the resync search can try every byte position
+// without allocating.
+func headerFlaw(h RecordHeader) int {
 	keyLen := h.KeyInfo & keyLenMax
 	switch {
 	case h.Size > MaxBodySize:
-		return h, fmt.Errorf("%w: body size %d over %d", ErrCorrupt, h.Size, MaxBodySize)
+		return flawSize
 	case keyLen > h.Size:
-		return h, fmt.Errorf("%w: key length %d over body size %d", ErrCorrupt, keyLen, h.Size)
+		return flawKeyLen
 	case h.KeyInfo&keyAbsent != 0 && keyLen != 0:
-		return h, fmt.Errorf("%w: absent key with length %d", ErrCorrupt, keyLen)
+		return flawAbsentKey
 	case h.KeyInfo&valueNull != 0 && keyLen != h.Size:
-		return h, fmt.Errorf("%w: null value with %d value bytes", ErrCorrupt, h.Size-keyLen)
+		return flawNullValue
 	case h.Offset < 0:
-		return h, fmt.Errorf("%w: negative offset %d", ErrCorrupt, h.Offset)
+		return flawOffset
 	}
-	return h, nil
+	return flawNone
+}
+
+// crcOK reports whether the record whose header h starts b, which holds the
+// whole record, passes its CRC.
+func crcOK(b []byte, h RecordHeader) bool {
+	return crc32.Checksum(b[16:h.Len()], castagnoli) == h.CRC
 }
 
 // DecodeRecord decodes the record at the start of b. Key and Value alias b.
@@ -203,4 +245,53 @@ func ReadFileHeader(r io.ReaderAt) (FileHeader, error) {
 		return FileHeader{}, fmt.Errorf("segment: read file header: %w", err)
 	}
 	return DecodeFileHeader(b[:])
+}
+
+// checkFileHeader checks the .log file header at the start of b against id.
+// It returns nil if the header is intact and names segment id. Otherwise
+// foreign tells the two kinds of failure apart: a header whose CRC holds but
+// that names another segment, another magic or an unknown version is
+// foreign (the file is not this segment, or not in a format this code
+// reads); a header whose CRC fails, or that is cut short, is damaged.
+func checkFileHeader(b []byte, id ID) (foreign bool, err error) {
+	if len(b) < FileHeaderSize {
+		return false, fmt.Errorf("%w: file header is %d bytes of %d", ErrTruncated, len(b), FileHeaderSize)
+	}
+	b = b[:FileHeaderSize]
+	if crc, want := crc32.Checksum(b[:28], castagnoli), binary.LittleEndian.Uint32(b[28:]); crc != want {
+		if string(b[:4]) != fileMagic {
+			return false, fmt.Errorf("%w: damaged file header: bad magic %q, crc %08x want %08x", ErrCorrupt, b[:4], crc, want)
+		}
+		return false, fmt.Errorf("%w: damaged file header: crc %08x want %08x", ErrCorrupt, crc, want)
+	}
+	h, err := DecodeFileHeader(b)
+	if err != nil {
+		return true, fmt.Errorf("%w: not a segment file of this format: %w", ErrCorrupt, err)
+	}
+	if h.BaseOffset != id.Base || h.Epoch != id.Epoch {
+		return true, fmt.Errorf("%w: file header names base offset %d epoch %d, not %s", ErrCorrupt, h.BaseOffset, h.Epoch, id)
+	}
+	return false, nil
+}
+
+// readHeaderBytes reads the first FileHeaderSize bytes of ra, fewer if the
+// file is shorter. A short read that made progress is continued; a read
+// error that makes none is returned.
+func readHeaderBytes(ra io.ReaderAt) ([]byte, error) {
+	var b [FileHeaderSize]byte
+	n := 0
+	for n < FileHeaderSize {
+		m, err := ra.ReadAt(b[n:], int64(n))
+		n += m
+		switch {
+		case n == FileHeaderSize:
+		case err != nil && !errors.Is(err, io.EOF) && m == 0:
+			return nil, fmt.Errorf("segment: read file header: %w", err)
+		case err != nil && !errors.Is(err, io.EOF):
+			continue // a short read with an error: try for the rest
+		default:
+			return b[:n], nil // the file ends
+		}
+	}
+	return b[:], nil
 }

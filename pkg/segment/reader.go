@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tierlog/tierlog/pkg/index"
 )
@@ -24,12 +26,26 @@ var errStop = errors.New("stop")
 // errStaleHint ends a scan that an index entry started at the wrong place.
 var errStaleHint = errors.New("segment: index entry does not match its record")
 
+// damageAt is how scan reports a record that fails its checks: the record
+// with offset want was expected at position pos. Read errors are not damage
+// and are returned as they are.
+type damageAt struct {
+	pos, want int64
+	eof       bool  // the file ends there, before the limit
+	err       error // wraps ErrCorrupt or ErrTruncated
+}
+
+func (d *damageAt) Error() string { return fmt.Sprintf("at position %d: %v", d.pos, d.err) }
+func (d *damageAt) Unwrap() error { return d.err }
+
 // scan decodes records in [pos, limit) of ra, checking CRCs and that offsets
-// are dense from want (want < 0: take the first record's offset). It calls fn
-// with each record (Key and Value alias a buffer reused after fn returns) and
-// the record's position. It returns the position after the last record it
-// decoded and the offset after it. A record that does not fit below limit is
-// ErrTruncated; fn returning errStop ends the scan cleanly. fn must not keep
+// are dense from want. It calls fn with each record (Key and Value alias a
+// buffer reused after fn returns) and the record's position. It returns the
+// position after the last record it decoded and the offset after it. A
+// record that fails its checks ends the scan with a *damageAt: a record
+// that does not fit below limit, or bytes that end before it, are
+// ErrTruncated; any other flaw is ErrCorrupt. fn returning errStop ends the
+// scan cleanly; any other error of fn is returned as it is. fn must not keep
 // the *Record: it is reused for the next record.
 func scan(ra io.ReaderAt, pos, limit, want int64, fn func(r *Record, pos int64) error) (int64, int64, error) {
 	var buf []byte
@@ -42,7 +58,7 @@ func scan(ra io.ReaderAt, pos, limit, want int64, fn func(r *Record, pos int64) 
 	bufPos := pos // file position of buf[0]
 	fill := func(need int) error {
 		if int64(need) > limit-pos {
-			return fmt.Errorf("%w: record at position %d needs %d bytes, %d left below %d", ErrTruncated, pos, need, limit-pos, limit)
+			return &damageAt{pos: pos, want: want, err: fmt.Errorf("%w: record at position %d needs %d bytes, %d left below %d", ErrTruncated, pos, need, limit-pos, limit)}
 		}
 		n := int(min(int64(max(need, scanChunk)), limit-pos))
 		if cap(buf) < n {
@@ -59,7 +75,7 @@ func scan(ra io.ReaderAt, pos, limit, want int64, fn func(r *Record, pos int64) 
 			if err != nil && !errors.Is(err, io.EOF) {
 				return fmt.Errorf("segment: read at %d: %w", pos, err)
 			}
-			return fmt.Errorf("%w: file ends at %d, before limit %d", ErrTruncated, pos+int64(m), limit)
+			return &damageAt{pos: pos, want: want, eof: true, err: fmt.Errorf("%w: file ends at %d, before limit %d", ErrTruncated, pos+int64(m), limit)}
 		}
 		return nil
 	}
@@ -77,7 +93,7 @@ func scan(ra io.ReaderAt, pos, limit, want int64, fn func(r *Record, pos int64) 
 		}
 		h, err := DecodeRecordHeader(buf[off:])
 		if err != nil {
-			return pos, want, fmt.Errorf("at position %d: %w", pos, err)
+			return pos, want, &damageAt{pos: pos, want: want, err: err}
 		}
 		if len(buf)-off < h.Len() {
 			if err := fill(h.Len()); err != nil {
@@ -88,10 +104,10 @@ func scan(ra io.ReaderAt, pos, limit, want int64, fn func(r *Record, pos int64) 
 		var n int
 		r, n, err = DecodeRecord(buf[off:])
 		if err != nil {
-			return pos, want, fmt.Errorf("at position %d: %w", pos, err)
+			return pos, want, &damageAt{pos: pos, want: want, err: err}
 		}
-		if want >= 0 && r.Offset != want {
-			return pos, want, fmt.Errorf("%w: offset %d at position %d, want %d", ErrCorrupt, r.Offset, pos, want)
+		if r.Offset != want {
+			return pos, want, &damageAt{pos: pos, want: want, err: fmt.Errorf("%w: offset %d at position %d, want %d", ErrCorrupt, r.Offset, pos, want)}
 		}
 		if err := fn(&r, pos); err != nil {
 			if errors.Is(err, errStop) {
@@ -107,12 +123,22 @@ func scan(ra io.ReaderAt, pos, limit, want int64, fn func(r *Record, pos int64) 
 
 // Reader reads the committed records of one segment through an io.ReaderAt
 // and the segment's sparse indexes. It is safe for concurrent use.
+//
+// Reads serve only records that pass every check (CRC, dense offsets, below
+// the limit) and go around damage: see the package doc ("Damage").
 type Reader struct {
 	ra    io.ReaderAt
 	id    ID
 	limit int64
 	offs  index.Offsets
 	times index.Times
+	hdr   atomic.Pointer[headerVerdict] // set by the first use
+}
+
+// headerVerdict is what the check of the file header found.
+type headerVerdict struct {
+	err     error // nil: intact and naming the reader's segment
+	foreign bool  // intact but not this segment's: reads refuse
 }
 
 // NewReader reads segment id from ra, below limit (the committed length),
@@ -223,30 +249,87 @@ func (r *Reader) ID() ID { return r.id }
 // Limit is the committed length the reader stops at.
 func (r *Reader) Limit() int64 { return r.limit }
 
-// startFor returns a position at or before the record with offset off, and
-// the offset of the record there.
-func (r *Reader) startFor(off int64) (int64, int64) {
-	if off > r.id.Base {
-		if e, ok := r.offs.Floor(uint32(min(off-r.id.Base, 1<<32-1))); ok {
-			return int64(e.Pos), r.id.Base + int64(e.Rel)
+// CheckHeader checks the file header against the reader's segment: magic,
+// version, header CRC, base offset and epoch. It returns nil if all hold,
+// otherwise an error wrapping ErrCorrupt (or ErrTruncated for a file too
+// short to hold a header). The header is read once, on the reader's first
+// use; a read error is returned and not remembered.
+//
+// Read and OffsetForTime refuse to serve a file whose header is intact but
+// names another segment or an unknown version (it is not this segment's
+// file), and serve the records of a file whose header bytes are damaged:
+// records verify themselves. Verify fails on either.
+func (r *Reader) CheckHeader() error {
+	v, err := r.header()
+	if err != nil {
+		return err
+	}
+	return v.err
+}
+
+func (r *Reader) header() (*headerVerdict, error) {
+	if v := r.hdr.Load(); v != nil {
+		return v, nil
+	}
+	b, err := readHeaderBytes(r.ra)
+	if err != nil {
+		return nil, wrapID(r.id, err)
+	}
+	foreign, err := checkFileHeader(b, r.id)
+	v := &headerVerdict{err: wrapID(r.id, err), foreign: foreign}
+	r.hdr.Store(v)
+	return v, nil
+}
+
+// readable is the header check reads make: only a foreign header (or a
+// failed read) stops them.
+func (r *Reader) readable() error {
+	v, err := r.header()
+	if err != nil {
+		return err
+	}
+	if v.foreign {
+		return v.err
+	}
+	return nil
+}
+
+// startFor returns where a scan for offset from starts: at the last of the
+// first n index entries at or before from if that lies past floorPos, else
+// at floorPos (where the record with offset floorOff starts). entry is the
+// index of the entry used, or -1.
+func (r *Reader) startFor(from int64, n int, floorPos, floorOff int64) (pos, off int64, entry int) {
+	if from > r.id.Base {
+		rel := uint32(min(from-r.id.Base, 1<<32-1))
+		i := sort.Search(n, func(i int) bool { return r.offs[i].Rel > rel }) - 1
+		if i >= 0 && int64(r.offs[i].Pos) > floorPos {
+			return int64(r.offs[i].Pos), r.id.Base + int64(r.offs[i].Rel), i
 		}
 	}
-	return FileHeaderSize, r.id.Base
+	return floorPos, floorOff, -1
 }
 
 // Read returns up to maxRecords records with offsets from from on, stopping
 // before the total encoded size passes maxBytes, but always returning at
 // least one record if one exists at or after from. The records own their
 // memory.
+//
+// Damage ends a read early: records before it are returned with a nil
+// error, like a short read, and a Read from the first damaged offset (or any
+// offset before the next good record) returns no records and a
+// *DamageError, which says where reading can go on. A Read from past the
+// damage returns the records there.
 func (r *Reader) Read(from int64, maxRecords, maxBytes int) ([]Record, error) {
 	if maxRecords <= 0 {
 		return nil, nil
 	}
-	pos, want := r.startFor(from)
+	if err := r.readable(); err != nil {
+		return nil, err
+	}
 	var out []Record
 	var slab []byte
 	total := 0
-	_, _, err := scan(r.ra, pos, r.limit, want, func(rec *Record, _ int64) error {
+	collect := func(rec *Record, _ int64) error {
 		if rec.Offset < from {
 			return nil
 		}
@@ -266,19 +349,35 @@ func (r *Reader) Read(from int64, maxRecords, maxBytes int) ([]Record, error) {
 			return errStop
 		}
 		return nil
-	})
-	if err != nil && r.indexed(pos) {
-		// The index entry may be a stale hint: retry from the file header.
-		return r.unindexed().Read(from, maxRecords, maxBytes)
 	}
-	return out, wrapID(r.id, err)
-}
-
-// indexed reports whether pos came from an index entry.
-func (r *Reader) indexed(pos int64) bool { return pos != FileHeaderSize }
-
-func (r *Reader) unindexed() *Reader {
-	return &Reader{ra: r.ra, id: r.id, limit: r.limit}
+	entries := len(r.offs) // index entries a scan may start at
+	floorPos, floorOff := int64(FileHeaderSize), r.id.Base
+	for {
+		pos, want, entry := r.startFor(from, entries, floorPos, floorOff)
+		_, _, err := scan(r.ra, pos, r.limit, want, collect)
+		var d *damageAt
+		switch {
+		case err == nil:
+			return out, nil
+		case !errors.As(err, &d):
+			return out, wrapID(r.id, err)
+		case len(out) > 0:
+			return out, nil // the next Read, from the damage, reports it
+		case entry >= 0 && d.pos == pos:
+			// The entry's record fails its checks: a stale hint, or
+			// damage right there. Start from an earlier entry.
+			entries = entry
+			continue
+		}
+		de, nextPos, err := r.damage(d)
+		if err != nil {
+			return nil, err
+		}
+		if de.Next < 0 || from < de.Next {
+			return nil, de
+		}
+		floorPos, floorOff = nextPos, de.Next
+	}
 }
 
 // copyRecord copies rec's key and value into a shared slab so one
@@ -306,35 +405,76 @@ func copyRecord(slab *[]byte, rec *Record) Record {
 
 // OffsetForTime returns the first record with timestamp >= ts, and false if
 // every record in the segment is older.
+//
+// It goes around damage, never through it: timestamps never decrease, so
+// damaged records lie between the timestamps of the good records around
+// them. If the first good record after the damage is older than ts, so were
+// the damaged ones and the search goes on; if it is not, a damaged record
+// could be the answer, and OffsetForTime returns the *DamageError rather
+// than an offset that may be wrong (the answer lies in [First, Next] of the
+// error). Damage with no good record after it is returned the same way.
 func (r *Reader) OffsetForTime(ts int64) (offset, timestamp int64, ok bool, err error) {
-	pos, want := int64(FileHeaderSize), r.id.Base
+	if err := r.readable(); err != nil {
+		return 0, 0, false, err
+	}
+	pos, want, hinted := int64(FileHeaderSize), r.id.Base, false
 	if e, found := r.times.Before(ts); found {
 		if oe, f := r.offs.Floor(e.Rel); f && oe.Rel == e.Rel {
-			pos, want = int64(oe.Pos), r.id.Base+int64(oe.Rel)
+			pos, want, hinted = int64(oe.Pos), r.id.Base+int64(oe.Rel), true
 		}
 	}
-	start := want
-	_, _, err = scan(r.ra, pos, r.limit, want, func(rec *Record, _ int64) error {
-		if rec.Timestamp >= ts {
-			if rec.Offset == start && pos != FileHeaderSize {
-				// The time index said this record is older than ts and
-				// it is not: the hint lies, and an earlier record may
-				// be the answer.
-				return errStaleHint
+	var skipped *DamageError // damage just gone around
+	for {
+		start := want
+		_, _, err := scan(r.ra, pos, r.limit, want, func(rec *Record, _ int64) error {
+			if rec.Timestamp < ts {
+				return nil
+			}
+			if rec.Offset == start {
+				if hinted {
+					// The time index said this record is older than
+					// ts and it is not: the hint lies, and an earlier
+					// record may be the answer.
+					return errStaleHint
+				}
+				if skipped != nil {
+					// A damaged record before this one may be the answer.
+					return skipped
+				}
 			}
 			offset, timestamp, ok = rec.Offset, rec.Timestamp, true
 			return errStop
+		})
+		var d *damageAt
+		switch {
+		case err == nil:
+			return offset, timestamp, ok, nil
+		case errors.Is(err, errStaleHint) || (hinted && errors.As(err, &d) && d.pos == pos):
+			// A lying hint, or its record fails its checks: start over
+			// from the top of the file.
+			pos, want, hinted = FileHeaderSize, r.id.Base, false
+			continue
+		case skipped != nil && err == error(skipped):
+			return 0, 0, false, skipped
+		case !errors.As(err, &d):
+			return 0, 0, false, wrapID(r.id, err)
 		}
-		return nil
-	})
-	if err != nil && pos != FileHeaderSize {
-		return r.unindexed().OffsetForTime(ts)
+		de, nextPos, err := r.damage(d)
+		if err != nil {
+			return 0, 0, false, err
+		}
+		if de.Next < 0 {
+			return 0, 0, false, de
+		}
+		pos, want, hinted, skipped = nextPos, de.Next, false, de
 	}
-	return offset, timestamp, ok, wrapID(r.id, err)
 }
 
-// Verify scans every record below the limit, checking CRCs and dense
-// offsets, and returns the offset after the last record.
+// Verify scans every record below the limit, checking CRCs, dense offsets
+// and non-decreasing timestamps, then the file header, and returns the
+// offset after the last good record and its timestamp. Damaged records are
+// a *DamageError (wrapping ErrCorrupt or ErrTruncated); a damaged or
+// foreign header is an error wrapping ErrCorrupt.
 func (r *Reader) Verify() (next int64, lastTS int64, err error) {
 	lastTS = -1
 	end, next, err := scan(r.ra, FileHeaderSize, r.limit, r.id.Base, func(rec *Record, _ int64) error {
@@ -344,8 +484,19 @@ func (r *Reader) Verify() (next int64, lastTS int64, err error) {
 		lastTS = rec.Timestamp
 		return nil
 	})
+	var d *damageAt
+	if errors.As(err, &d) {
+		de, _, derr := r.damage(d)
+		if derr != nil {
+			return next, lastTS, derr
+		}
+		return next, lastTS, de
+	}
 	if err == nil && end != r.limit {
 		err = fmt.Errorf("%w: records end at %d, limit %d", ErrCorrupt, end, r.limit)
+	}
+	if err == nil {
+		return next, lastTS, r.CheckHeader()
 	}
 	return next, lastTS, wrapID(r.id, err)
 }

@@ -15,12 +15,20 @@ const Unknown = -1
 // Recover brings segment id in dir to a consistent state and returns it.
 //
 // With committed >= 0 it trusts the caller's committed length: it checks the
-// records from the last usable index entry up to committed (CRC, dense
-// offsets, a record boundary exactly at committed), completes the indexes,
-// and truncates the three files to the committed state, dropping the bytes
-// of aborted attempts past it. It never truncates below committed: a file
-// shorter than committed, or a bad record below it, is ErrCorrupt and
-// nothing is changed.
+// file header (magic, version, CRC, base offset and epoch), the records from
+// the last usable index entry up to committed (CRC, dense offsets, a record
+// boundary exactly at committed), completes the indexes, and truncates the
+// three files to the committed state, dropping the bytes of aborted attempts
+// past it. It never truncates below committed, and when the committed bytes
+// are not whole it changes nothing and fails, so the caller seals the
+// segment at its committed length and writes on in a new one:
+//
+//   - a file shorter than committed is an error wrapping ErrTruncated (and
+//     not ErrCorrupt): a *DamageError whose First is the first offset not
+//     wholly in the file, or a file header cut short;
+//   - damaged bytes below committed are an error wrapping ErrCorrupt: a
+//     *DamageError for damaged records, or a damaged or foreign file header
+//     (even if every record is intact).
 //
 // With committed == Unknown it scans the whole .log, keeps the longest
 // valid prefix, truncates the rest (a torn tail) and rebuilds the indexes.
@@ -29,37 +37,33 @@ func Recover(dir string, id ID, committed int64, opts Options) (State, error) {
 	if committed < 0 && committed != Unknown {
 		return State{}, fmt.Errorf("segment: recover %s: committed length %d", id, committed)
 	}
+	if committed >= 0 && committed < FileHeaderSize {
+		return State{}, fmt.Errorf("segment: recover %s: committed length %d below header size", id, committed)
+	}
 	log, err := opts.FS.OpenFile(id.Path(dir, KindLog), os.O_RDWR, 0)
 	if err != nil {
 		return State{}, fmt.Errorf("segment: recover %s: %w", id, err)
 	}
 	defer log.Close()
-	hdr, err := ReadFileHeader(log)
+	hb, err := readHeaderBytes(log)
 	if err != nil {
-		if committed < 0 && errors.Is(err, ErrTruncated) {
+		return State{}, fmt.Errorf("segment: recover %s: %w", id, err)
+	}
+	if _, err := checkFileHeader(hb, id); err != nil {
+		switch {
+		case committed < 0 && len(hb) < FileHeaderSize:
 			// Created but the header never became durable: an empty segment.
 			return recoverEmpty(log, dir, id, opts)
+		case committed >= 0 && len(hb) < FileHeaderSize:
+			return State{}, fmt.Errorf("segment: recover %s: file shorter than its committed length %d: %w", id, committed, err)
 		}
-		if committed >= 0 && errors.Is(err, ErrTruncated) {
-			// Shorter than the committed length, which covers the header.
-			return State{}, fmt.Errorf("%w: below committed length %d: %w", ErrCorrupt, committed, wrapID(id, err))
-		}
-		return State{}, wrapID(id, err)
-	}
-	if hdr.BaseOffset != id.Base || hdr.Epoch != id.Epoch {
-		return State{}, fmt.Errorf("%w: %s has header for base %d epoch %d", ErrCorrupt, id, hdr.BaseOffset, hdr.Epoch)
+		return State{}, fmt.Errorf("segment: recover %s: %w", id, err)
 	}
 	fi, err := log.Stat()
 	if err != nil {
 		return State{}, fmt.Errorf("segment: recover %s: %w", id, err)
 	}
 	size := fi.Size()
-	if committed >= 0 && size < committed {
-		return State{}, fmt.Errorf("%w: %s is %d bytes, committed %d", ErrCorrupt, id, size, committed)
-	}
-	if committed >= 0 && committed < FileHeaderSize {
-		return State{}, fmt.Errorf("segment: recover %s: committed length %d below header size", id, committed)
-	}
 
 	limit := committed
 	var offs index.Offsets
@@ -107,10 +111,10 @@ func Recover(dir string, id ID, committed int64, opts Options) (State, error) {
 		st.LastTS = r.Timestamp
 		return nil
 	})
+	if committed >= 0 && (scanErr != nil || size < committed) {
+		return State{}, refuseRecover(log, id, committed, size, offs, times, scanErr)
+	}
 	if scanErr != nil {
-		if committed >= 0 {
-			return State{}, fmt.Errorf("%w: below committed length %d: %w", ErrCorrupt, committed, wrapID(id, scanErr))
-		}
 		if !errors.Is(scanErr, ErrTruncated) && !errors.Is(scanErr, ErrCorrupt) {
 			return State{}, wrapID(id, scanErr)
 		}
@@ -128,6 +132,37 @@ func Recover(dir string, id ID, committed int64, opts Options) (State, error) {
 		return State{}, err
 	}
 	return st, nil
+}
+
+// refuseRecover is Recover's error for committed bytes that are not whole:
+// ErrTruncated if the file is shorter than committed, else what the check
+// found below committed (ErrCorrupt for damage).
+func refuseRecover(log File, id ID, committed, size int64, offs index.Offsets, times index.Times, scanErr error) error {
+	var d *damageAt
+	switch {
+	case errors.As(scanErr, &d):
+	case scanErr != nil && !errors.Is(scanErr, ErrCorrupt):
+		return fmt.Errorf("segment: recover %s: %w", id, scanErr) // a read error: nothing is known
+	case size < committed:
+		return fmt.Errorf("segment: recover %s: %w: file is %d bytes, committed %d (%v)", id, ErrTruncated, size, committed, scanErr)
+	default:
+		return fmt.Errorf("segment: recover %s: below committed length %d: %w", id, committed, wrapID(id, scanErr))
+	}
+	de, _, err := NewReader(log, id, committed, offs, times).damage(d)
+	if err != nil {
+		return fmt.Errorf("segment: recover %s: %w", id, err)
+	}
+	if size < committed {
+		// Short is what the caller must know; what the check met first
+		// stays in the message.
+		de.Err = fmt.Errorf("%w: file is %d bytes, committed %d (%v)", ErrTruncated, size, committed, d.err)
+		de.Next = -1
+	} else if errors.Is(de.Err, ErrTruncated) {
+		// The file holds every committed byte: a record that runs past
+		// committed is damage below it, not a torn tail.
+		de.Err = fmt.Errorf("%w: %v, and the file holds %d bytes: a damaged size, or a committed length that is no record boundary", ErrCorrupt, d.err, size)
+	}
+	return fmt.Errorf("segment: recover %s: below committed length %d: %w", id, committed, de)
 }
 
 // entryValid reports whether index entries e and te point at the record they

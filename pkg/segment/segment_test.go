@@ -467,8 +467,16 @@ func TestRecoverCommittedRefuses(t *testing.T) {
 		}
 	}
 	cases := []tc{
-		{"file shorter than committed", st.Size + 1, nil, ErrCorrupt},
-		{"file much shorter than committed", st.Size + 1<<20, nil, ErrCorrupt},
+		// A short file is ErrTruncated and damaged bytes ErrCorrupt, never
+		// both: the caller seals at the committed length either way, but
+		// an operator wants to know which.
+		{"file shorter than committed", st.Size + 1, nil, ErrTruncated},
+		{"file much shorter than committed", st.Size + 1<<20, nil, ErrTruncated},
+		{"file cut inside the last record", st.Size, func(dir string) { truncateFile(t, testID.Path(dir, KindLog), pos[last]-5) }, ErrTruncated},
+		{"file cut at a record boundary", st.Size, func(dir string) { truncateFile(t, testID.Path(dir, KindLog), pos[last-1]) }, ErrTruncated},
+		{"file cut inside the header", st.Size, func(dir string) { truncateFile(t, testID.Path(dir, KindLog), 20) }, ErrTruncated},
+		{"flipped magic", st.Size, flipAt(0), ErrCorrupt},
+		{"flipped header epoch", st.Size, flipAt(20), ErrCorrupt},
 		{"flipped crc of the last record", st.Size, flipAt(pos[last-1] + 12), ErrCorrupt},
 		{"flipped value byte of the last record", st.Size, flipAt(pos[last] - 1), ErrCorrupt},
 		{"flipped timestamp after the last index entry", st.Size, flipAt(lastEntry + RecordHeaderSize + 16), ErrCorrupt},
@@ -493,6 +501,9 @@ func TestRecoverCommittedRefuses(t *testing.T) {
 			_, err := Recover(dir, testID, c.committed, smallIndex)
 			if err == nil || (c.want != nil && !errors.Is(err, c.want)) {
 				t.Fatalf("Recover(%d): err %v, want %v", c.committed, err, c.want)
+			}
+			if c.want != nil && errors.Is(err, ErrCorrupt) && errors.Is(err, ErrTruncated) {
+				t.Fatalf("Recover(%d): err %v is both ErrCorrupt and ErrTruncated", c.committed, err)
 			}
 			sameFiles(t, "after a refused Recover", readFiles(t, dir, testID), before)
 		})
@@ -857,9 +868,13 @@ func TestRecoverTornHeader(t *testing.T) {
 				os.Remove(testID.Path(dir, KindIndex))
 				os.Remove(testID.Path(dir, KindTimeIndex))
 			}
-			if _, err := Recover(dir, testID, FileHeaderSize, smallIndex); !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("Recover with a committed length: %v, want ErrCorrupt", err)
+			// With a committed length the file is shorter than what a
+			// commit named: the caller seals and rolls.
+			before := readFiles(t, dir, testID)
+			if _, err := Recover(dir, testID, FileHeaderSize, smallIndex); !errors.Is(err, ErrTruncated) || errors.Is(err, ErrCorrupt) {
+				t.Fatalf("Recover with a committed length: %v, want ErrTruncated and not ErrCorrupt", err)
 			}
+			sameFiles(t, "after a refused Recover", readFiles(t, dir, testID), before)
 			st, err := Recover(dir, testID, Unknown, smallIndex)
 			if err != nil {
 				t.Fatal(err)

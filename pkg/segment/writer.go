@@ -55,8 +55,13 @@ type Writer struct {
 }
 
 // Create makes a new segment: it creates the three files (failing if any
-// exists: a name is used by one writer only) and writes the .log header. The
-// header becomes durable with the first Sync.
+// exists: a name is used by one writer only), writes the .log header, and
+// makes both durable before it returns: it fsyncs the .log and then the
+// directory (opts.FS.SyncDir), so a commit may name the segment as soon as
+// Create returns. If a write or fsync fails, Create fails and leaves the
+// files it created as they are (Recover with an Unknown length makes an
+// empty segment of them; a caller that retries under the same name removes
+// them first); it never touches other files.
 func Create(dir string, id ID, opts Options) (*Writer, error) {
 	opts = opts.withDefaults()
 	w := &Writer{id: id, dir: dir, opts: opts, next: id.Base, lastTS: -1}
@@ -77,6 +82,14 @@ func Create(dir string, id ID, opts Options) (*Writer, error) {
 	if _, err := w.log.WriteAt(hdr, 0); err != nil {
 		w.closeFiles()
 		return nil, fmt.Errorf("segment: write header of %s: %w", id, err)
+	}
+	if err := w.log.Sync(); err != nil {
+		w.closeFiles()
+		return nil, fmt.Errorf("segment: fsync %s: %w", id.Name(KindLog), err)
+	}
+	if err := opts.FS.SyncDir(dir); err != nil {
+		w.closeFiles()
+		return nil, fmt.Errorf("segment: fsync directory %s after creating %s: %w", dir, id, err)
 	}
 	w.size = FileHeaderSize
 	return w, nil
