@@ -10,6 +10,7 @@ import (
 	"fmt"
 
 	"github.com/tierlog/tierlog/pkg/meta"
+	"github.com/tierlog/tierlog/pkg/partition"
 )
 
 // trackVersions: the store has commit versions, so I4 is checked per
@@ -28,4 +29,10 @@ func (c *MetaClient) FencePartition(ctx context.Context, k meta.PartitionKey) er
 // MarkSegmentCold implements meta.Store.
 func (c *MetaClient) MarkSegmentCold(ctx context.Context, k meta.PartitionKey, nextOffset, ms int64) error {
 	return c.write(opMetaW, fmt.Sprintf("mark segment cold %d", nextOffset), func() error { return c.n.inner.MarkSegmentCold(bg, k, nextOffset, ms) })
+}
+
+// offsetForTime asks the hot tier only (there is no cold tier yet).
+func offsetForTime(l *partition.Log, ts int64) (int64, bool, error) {
+	off, _, found, err := l.OffsetForTime(bg, ts, 0)
+	return off, found, err
 }

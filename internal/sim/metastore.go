@@ -33,6 +33,8 @@ type MetaNet struct {
 	faults MetaFaults
 	off    bool
 	queue  []inflight
+	// dupNext: the actor's next commit lands twice (scenarios).
+	dupNext map[*Actor]bool
 
 	// applied commit versions, for I4: (key, epoch, version) -> step
 	applied   map[commitKey]int
@@ -46,7 +48,7 @@ type commitKey struct {
 }
 
 func newMetaNet(w *World, inner meta.Store, f MetaFaults) *MetaNet {
-	return &MetaNet{w: w, inner: inner, faults: f, applied: map[commitKey]int{}}
+	return &MetaNet{w: w, inner: inner, faults: f, applied: map[commitKey]int{}, dupNext: map[*Actor]bool{}}
 }
 
 // Client returns the store as actor a sees it (nil: the checker, with no
@@ -106,7 +108,8 @@ func (c *MetaClient) write(op, what string, apply func() error) error {
 		aerr := apply()
 		err = fmt.Errorf("%w: sim: answer lost", meta.ErrUnavailable)
 		c.a.note("%s: applied (%v), answer lost", what, aerr)
-	case c.fault(f.Duplicate):
+	case op == opCommit && c.n.dupNext[c.a], c.fault(f.Duplicate):
+		delete(c.n.dupNext, c.a)
 		err = apply()
 		c.n.queue = append(c.n.queue, inflight{what: "retry copy of " + what, apply: apply, deadline: c.n.w.s.now + c.n.w.cfg.LeaseTTL*2})
 		c.a.note("%s: %v (a retried copy is in flight)", what, err)

@@ -223,6 +223,7 @@ type cmd struct {
 	max      int
 	maxBytes int
 	ts       int64
+	pad      int // append: pad each value to this many bytes (0: random)
 }
 
 // AddWriter adds a writer: a server (HoldLease) or a Lambda container.
@@ -310,7 +311,7 @@ func (w *World) writerBody(a *Actor) {
 		c := w.idle(a)
 		switch c.kind {
 		case cmdAppend:
-			w.append(a, l, c.n)
+			w.append(a, l, c.n, c.pad)
 		case cmdRestart:
 			// A clean shutdown: a server restarts under its owner name, a
 			// Lambda container is replaced by a new one.
@@ -325,17 +326,21 @@ func (w *World) writerBody(a *Actor) {
 	}
 }
 
-func (w *World) append(a *Actor, l *partition.Log, n int) {
+func (w *World) append(a *Actor, l *partition.Log, n, padTo int) {
 	w.batchNo++
 	bn := w.batchNo
 	recs := make([]partition.Record, n)
 	vals := make([]string, n)
 	for i := range recs {
-		pad := strings.Repeat("x", w.s.rng.IntN(24))
-		vals[i] = fmt.Sprintf("%s/b%d/r%d/%s", a.Name, bn, i, pad)
+		vals[i] = fmt.Sprintf("%s/b%d/r%d/", a.Name, bn, i)
+		if padTo > 0 {
+			vals[i] += strings.Repeat("x", max(0, padTo-len(vals[i])))
+		} else {
+			vals[i] += strings.Repeat("x", w.s.rng.IntN(24))
+		}
 		w.attempted[vals[i]] = true
 		recs[i].Value = []byte(vals[i])
-		if w.s.rng.IntN(2) == 0 {
+		if padTo == 0 && w.s.rng.IntN(2) == 0 {
 			recs[i].Key = []byte(a.Name)
 		}
 	}
@@ -375,7 +380,7 @@ func (w *World) readerBody(a *Actor) {
 			w.read(a, l, c)
 		case cmdOffsetForTime:
 			hw := w.maxHW
-			off, _, found, err := l.OffsetForTime(bg, c.ts, 0)
+			off, found, err := offsetForTime(l, c.ts)
 			a.note("OFFSET FOR TIME %d: %d found=%v %v", c.ts, off, found, err)
 			if err == nil && found {
 				w.oft = append(w.oft, oftResult{ts: c.ts, offset: off, hw: hw})

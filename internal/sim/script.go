@@ -1,0 +1,193 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// A Script drives a world step by step instead of the scheduler: a
+// scenario names which actor runs, what it does, where it stops, which
+// fault hits which operation and when time passes. Every step is checked
+// like a step of a random run. The first violation is kept and every later
+// call does nothing, so a scenario reads as a straight list of steps.
+type Script struct {
+	W   *World
+	err error
+}
+
+// NewScript returns a scripted world: no random faults, no random
+// scheduling, no clock skew.
+func NewScript(segmentBytes int64) *Script {
+	cfg := DefaultConfig(1)
+	cfg.FS, cfg.Meta = FSFaults{}, MetaFaults{}
+	cfg.MaxSkew = 0
+	cfg.SegmentBytes = segmentBytes
+	cfg.IndexBytes = 100
+	cfg.Trace, cfg.TraceAll = true, true
+	w := NewWorld(cfg)
+	w.script = true
+	return &Script{W: w}
+}
+
+// Err is the first violation, with the trace.
+func (sc *Script) Err() error {
+	if sc.err == nil {
+		return nil
+	}
+	return fmt.Errorf("%w\n\ntrace (step, virtual time, actor, what):\n%s", sc.err, sc.W.s.Trace())
+}
+
+// Close stops the actors.
+func (sc *Script) Close() { sc.W.s.shutdown() }
+
+func (sc *Script) stepActor(a *Actor) {
+	w := sc.W
+	w.s.step++
+	w.s.now += time.Millisecond
+	w.s.resume(a)
+	if err := w.check(false); err != nil && sc.err == nil {
+		sc.err = fmt.Errorf("step %d: %w", w.s.step, err)
+	}
+}
+
+// start runs a new actor up to its first command.
+func (sc *Script) start(a *Actor) {
+	for !a.started || a.pendOp != opIdle {
+		sc.stepActor(a)
+	}
+}
+
+// Writer adds a writer (server: HoldLease) and starts it.
+func (sc *Script) Writer(name string, server bool) *Actor {
+	a := sc.W.AddWriter(name, server)
+	sc.start(a)
+	return a
+}
+
+// Reader adds a reader and starts it.
+func (sc *Script) Reader(name string) *Actor {
+	a := sc.W.AddReader(name)
+	sc.start(a)
+	return a
+}
+
+// Append has a append a batch of n records (each value padded to pad
+// bytes) and runs it to the end.
+func (sc *Script) Append(a *Actor, n, pad int) {
+	sc.Until(a, cmd{kind: cmdAppend, n: n, pad: pad}, opIdle, "")
+}
+
+// AppendUntil starts an append and runs it until a is about to do op on a
+// file whose name ends with suffix; the op is not done yet.
+func (sc *Script) AppendUntil(a *Actor, n, pad int, op, suffix string) {
+	sc.Until(a, cmd{kind: cmdAppend, n: n, pad: pad}, op, suffix)
+}
+
+// Read has a read from offset.
+func (sc *Script) Read(a *Actor, offset int64) {
+	sc.Until(a, cmd{kind: cmdRead, offset: offset, max: 1000, maxBytes: 1 << 20}, opIdle, "")
+}
+
+// Until gives a command c and runs a until it is about to do op on suffix
+// (opIdle: until the command is done).
+func (sc *Script) Until(a *Actor, c cmd, op, suffix string) {
+	if sc.err != nil {
+		return
+	}
+	if a.pendOp != opIdle {
+		sc.err = fmt.Errorf("scenario: %s is not idle (before %s %s)", a.Name, a.pendOp, a.pendName)
+		return
+	}
+	sc.W.cmds[a] = append(sc.W.cmds[a], c)
+	sc.stepActor(a)
+	sc.run(a, op, suffix)
+}
+
+// Continue runs a until it is idle again.
+func (sc *Script) Continue(a *Actor) { sc.run(a, opIdle, "") }
+
+func (sc *Script) run(a *Actor, op, suffix string) {
+	for i := 0; sc.err == nil; i++ {
+		if a.pendOp == op && strings.HasSuffix(a.pendName, suffix) && (op != opIdle || len(sc.W.cmds[a]) == 0) {
+			return
+		}
+		if a.pendOp == opIdle && op != opIdle {
+			sc.err = fmt.Errorf("scenario: %s finished its command without reaching %s %s", a.Name, op, suffix)
+			return
+		}
+		if i > 10000 {
+			sc.err = fmt.Errorf("scenario: %s does not reach %s %s", a.Name, op, suffix)
+			return
+		}
+		sc.stepActor(a)
+	}
+}
+
+// Fail makes a's next op on a file ending with suffix fail with err (a
+// failed fsync also drops the unsynced pages).
+func (sc *Script) Fail(a *Actor, op, suffix string, err error) {
+	sc.W.inject = append(sc.W.inject, injection{actor: a, op: op, name: suffix, err: err})
+}
+
+// DuplicateNextCommit makes a's next commit land twice: now, and again when
+// Deliver is called (a retried request whose first attempt was delayed).
+func (sc *Script) DuplicateNextCommit(a *Actor) { sc.W.net.dupNext[a] = true }
+
+// Deliver lands every in-flight metadata request, oldest first.
+func (sc *Script) Deliver() {
+	w := sc.W
+	for len(w.net.queue) > 0 && sc.err == nil {
+		w.s.step++
+		w.s.eventf("%s", w.net.deliver(0, false))
+		if err := w.check(false); err != nil {
+			sc.err = fmt.Errorf("step %d: %w", w.s.step, err)
+		}
+	}
+}
+
+// Advance moves the clock.
+func (sc *Script) Advance(d time.Duration) {
+	sc.W.s.now += d
+	sc.W.s.eventf("CLOCK +%v", d)
+}
+
+// Crash crashes a: its unsynced pages are lost and it starts again.
+func (sc *Script) Crash(a *Actor) {
+	sc.W.s.eventf("CRASH %s (before %s %s)", a.Name, a.pendOp, short(a.pendName))
+	sc.W.s.crash(a)
+	sc.start(a)
+}
+
+// Check reads the whole log back and checks it.
+func (sc *Script) Check() {
+	if sc.err != nil {
+		return
+	}
+	if err := sc.W.check(true); err != nil {
+		sc.err = fmt.Errorf("full check: %w", err)
+	}
+}
+
+// Live has a append until one append succeeds, with time passing between
+// tries, for at most bound of virtual time: a partition that stays
+// unwritable after the faults stopped is a liveness violation.
+func (sc *Script) Live(a *Actor, bound time.Duration) {
+	w := sc.W
+	start := w.s.now
+	for sc.err == nil {
+		ok := w.res.AppendOK
+		sc.Append(a, 1, 0)
+		if w.res.AppendOK > ok {
+			return
+		}
+		if w.s.now-start > bound {
+			sc.err = fmt.Errorf("liveness: no append by %s succeeded in %v after the faults stopped", a.Name, bound)
+			return
+		}
+		sc.Advance(w.cfg.LeaseTTL / 2)
+	}
+}
+
+// Acked reports whether a's last append was acknowledged.
+func (sc *Script) Acked() int { return sc.W.res.AppendOK }
