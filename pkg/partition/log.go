@@ -777,7 +777,11 @@ func (l *Log) read(v *view, offset int64, maxRecords, maxBytes int, final bool) 
 				if len(out) > 0 {
 					return out, nil
 				}
-				next := s.NextOffset // DAMAGE-NEXT: resume point from segment
+				var de *segment.DamageError
+				next := s.NextOffset // nothing readable after the damage in this segment
+				if errors.As(err, &de) && de.Next > offset && de.Next < next {
+					next = de.Next
+				}
 				if errors.Is(err, segment.ErrCorrupt) || errors.Is(err, segment.ErrTruncated) {
 					return nil, l.damaged(offset, next, err)
 				}
