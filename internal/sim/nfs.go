@@ -25,6 +25,10 @@ type FSFaults struct {
 	CreateLostReply float64 // an exclusive create is applied at the server but the reply is lost (EIO)
 	StaleHandle     float64 // an open through a cached name whose file is gone answers ESTALE (else looks up again)
 	RemoveLostReply float64 // a remove is applied but answers EIO
+	// LyingFsync drops the unsynced pages and reports success: a broken
+	// storage no protocol can survive. Only the self-test uses it, to show
+	// the checks catch lost acknowledged data.
+	LyingFsync float64
 }
 
 // inode is a file at the server. Its data is never modified in place (a
@@ -458,6 +462,10 @@ func (f *File) sync() error {
 
 func (c *Client) commit(ino *inode) error {
 	pc := c.pages[ino]
+	if pc != nil && len(pc.dirty) > 0 && c.fault(c.srv.faults.LyingFsync) {
+		c.flush(ino, 0, true)
+		return nil
+	}
 	if pc != nil && len(pc.dirty) > 0 && c.fault(c.srv.faults.FsyncFail) {
 		n := c.srv.w.s.rng.IntN(len(pc.dirty) + 1)
 		c.flush(ino, n, true)
