@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -174,9 +175,9 @@ type result struct {
 // call runs one DynamoDB operation under the store's retry policy and
 // timeouts. It returns nil, a ConditionalCheckFailed error as the SDK gave
 // it (the caller maps it to a sentinel, minding res.ambiguous), or an
-// error already translated: wrapping meta.ErrUnavailable when the outcome
-// is unknown or the service could not be reached in time, else wrapping
-// the SDK error with the operation's name.
+// *opError: wrapping meta.ErrUnavailable when the outcome is unknown or the
+// service could not be reached in time, else a fatal error; both wrap the
+// SDK error.
 func (s *Store) call(ctx context.Context, op string, write bool, fn sdkCall) (res result, err error) {
 	if s.closed.Load() {
 		return res, errClosed
@@ -210,22 +211,22 @@ func (s *Store) call(ctx context.Context, op string, write bool, fn sdkCall) (re
 		}
 		if ctx.Err() != nil {
 			// The call's own deadline or the caller's cancellation.
-			return res, fmt.Errorf("%w: dynamodb %s: %w", meta.ErrUnavailable, op, err)
+			return res, unavailable(op, fmt.Sprintf("attempt %d", attempt), err)
 		}
 		if kind == kindUnknown && write {
 			res.ambiguous = true
 		}
 		if kind == kindFatal {
 			if res.ambiguous {
-				return res, fmt.Errorf("%w: dynamodb %s, after an attempt of unknown outcome: %w", meta.ErrUnavailable, op, err)
+				return res, unavailable(op, "after an attempt of unknown outcome", err)
 			}
-			return res, fmt.Errorf("dynamo: %s: %w", op, err)
+			return res, &opError{op: op, err: err}
 		}
 		if attempt >= s.opts.maxAttempts {
-			return res, fmt.Errorf("%w: dynamodb %s: %d attempts: %w", meta.ErrUnavailable, op, attempt, err)
+			return res, unavailable(op, fmt.Sprintf("%d attempts", attempt), err)
 		}
 		if werr := sleep(ctx, s.backoff(attempt)); werr != nil {
-			return res, fmt.Errorf("%w: dynamodb %s: %w (last error: %w)", meta.ErrUnavailable, op, werr, err)
+			return res, unavailable(op, fmt.Sprintf("%d attempts, then %v", attempt, werr), errors.Join(err, werr))
 		}
 	}
 }
@@ -252,4 +253,79 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// opError is a failed DynamoDB operation. Its message names the operation
+// and what failed (the service's error code and message, an HTTP status, a
+// timeout, a transport error) but not the SDK error's own text, which
+// carries the service's request id: a client may see the message. The SDK
+// error stays in the chain, so errors.As finds the SDK's types (the
+// request id is awshttp.ResponseError's RequestID) and errors.Is finds
+// context.DeadlineExceeded.
+type opError struct {
+	op          string
+	unavailable bool   // wraps meta.ErrUnavailable
+	context     string // what the retry loop adds ("4 attempts")
+	err         error
+}
+
+func unavailable(op, context string, err error) *opError {
+	return &opError{op: op, unavailable: true, context: context, err: err}
+}
+
+func (e *opError) Error() string {
+	var b strings.Builder
+	if e.unavailable {
+		b.WriteString(meta.ErrUnavailable.Error())
+		b.WriteString(": ")
+	}
+	b.WriteString("dynamodb ")
+	b.WriteString(e.op)
+	if e.context != "" {
+		b.WriteString(" (")
+		b.WriteString(e.context)
+		b.WriteString(")")
+	}
+	b.WriteString(": ")
+	b.WriteString(describe(e.err))
+	return b.String()
+}
+
+func (e *opError) Unwrap() []error {
+	if e.unavailable {
+		return []error{meta.ErrUnavailable, e.err}
+	}
+	return []error{e.err}
+}
+
+// describe says what err is without the SDK's text, which names the
+// request id whenever the service answered.
+func describe(err error) string {
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) {
+		if msg := apiErr.ErrorMessage(); msg != "" {
+			return apiErr.ErrorCode() + ": " + msg
+		}
+		return apiErr.ErrorCode()
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timed out"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	}
+	var respErr *smithyhttp.ResponseError
+	if errors.As(err, &respErr) && respErr.HTTPStatusCode() != 0 {
+		return fmt.Sprintf("HTTP %d", respErr.HTTPStatusCode())
+	}
+	var opErr *net.OpError
+	if errors.As(err, &opErr) {
+		return opErr.Error() // "dial tcp 10.0.0.1:443: connect: connection refused"
+	}
+	var sendErr *smithyhttp.RequestSendError
+	if errors.As(err, &sendErr) {
+		return "request send failed"
+	}
+	// No response, so no request id: the error's own text.
+	return err.Error()
 }

@@ -18,11 +18,14 @@
 //	                                                                         retention_bytes segment_bytes
 //	                                                                         segment_ms cleanup_policy created_ms
 //	partition  "p#<topic>#<topic id>#<partition>"   "state"                  topic topic_id partition
-//	                                                                         epoch owner lease_until
-//	                                                                         next_offset last_ts active sealed
-//	                                                                         log_start_offset cold_end
-//	catalog    "s#<topic>#<topic id>#<partition>"   "%020d" of next_offset   the CatalogEntry fields
-//	group      "g#<group>#<topic>"                  "%010d" of partition     topic partition offset metadata
+//	                                                                         epoch version deleted owner
+//	                                                                         lease_until next_offset last_ts
+//	                                                                         active sealed log_start_offset
+//	                                                                         cold_end
+//	catalog    "s#<topic>#<topic id>#<partition>"   "%020d" of next_offset   the CatalogEntry fields (cold_ms
+//	                                                                         absent until MarkSegmentCold)
+//	group      "g#<group>#<topic>"                  "%010d" of partition     topic topic_id partition offset
+//	                                                                         metadata
 //
 // <partition> is decimal. Each <...> component is escaped ("%" -> "%25",
 // "#" -> "%23"), so a key names exactly one tuple whatever the strings hold;
@@ -37,7 +40,9 @@
 // not removed (minidyn ignores a top-level REMOVE): a released lease is
 // owner "" and lease_until 0, a nil Active is NULL, and an empty Sealed is
 // NULL too (minidyn returns an empty list as the string ""). Reading
-// accepts a missing attribute for any of them as well.
+// accepts a missing attribute for any of them as well. Items written before
+// commit versions have no version (read as 0), no deleted (false), no
+// cold_ms (0) and no topic_id (""). deleted is a BOOL, written only true.
 //
 // Why this shape: every method is one single-item request on a key it can
 // compute, or one Query on one partition key (Topics, Segments,
@@ -58,26 +63,39 @@
 //
 //	CreateTopic      PutItem    IF attribute_not_exists(pk)                 -> ErrTopicExists
 //	DeleteTopic      DeleteItem IF attribute_exists(pk)                     -> ErrNotFound
-//	Acquire          UpdateItem IF attribute_not_exists(pk) OR attribute_not_exists(owner)
-//	                               OR owner = "" OR lease_until <= :now OR owner = :me
-//	                                                                         -> ErrLeaseHeld
-//	                 SET owner, lease_until, key fields, defaults via if_not_exists; ADD epoch 1;
+//	Acquire          UpdateItem IF (attribute_not_exists(pk) OR attribute_not_exists(owner)
+//	                               OR owner = "" OR lease_until <= :now OR owner = :me)
+//	                               AND (attribute_not_exists(deleted) OR deleted = false)
+//	                                                                         -> ErrLeaseHeld or ErrNotFound
+//	                 SET owner, lease_until, key fields, defaults via if_not_exists;
+//	                 ADD epoch 1, version 1;
 //	                 ReturnValues ALL_OLD: the new item is computed from the old one, and
 //	                 TakenOver is "the old item had an owner"
 //	Commit           UpdateItem IF attribute_exists(pk) AND epoch = :e AND owner = :o
-//	                 SET next_offset, last_ts, active, sealed, owner, lease_until
+//	                               AND version = :v (p.Version 0: OR attribute_not_exists(version))
+//	                               AND (attribute_not_exists(deleted) OR deleted = false)
+//	                 SET next_offset, last_ts, active, sealed, owner, lease_until, version = :v+1
 //	                 (owner "" and lease_until 0 on release);
 //	                 never log_start_offset or cold_end                     -> ErrFenced
+//	FencePartition   UpdateItem, unconditional: SET deleted = true, owner "", lease_until 0,
+//	                 key fields, defaults via if_not_exists; ADD epoch 1, version 1
 //	AdvanceLogStart  UpdateItem IF attribute_exists(pk) AND
 //	AdvanceColdEnd              (attribute_not_exists(f) OR f < :v)  SET f = :v
 //	PutSegment       PutItem    IF attribute_not_exists(pk)                 -> compare: nil or ErrConflict
+//	MarkSegmentCold  UpdateItem IF attribute_exists(pk) AND (attribute_not_exists(cold_ms)
+//	                               OR cold_ms = 0)  SET cold_ms = :ms        -> nil (marked) or ErrNotFound
 //	DeleteSegment, DeletePartition: unconditional DeleteItem; CommitOffsets: one PutItem per offset.
 //
 // Commit with p.Owner == "" is ErrFenced without a request. The produce
 // path costs exactly two writes: Acquire and Commit, one UpdateItem each.
 //
-// A refused AdvanceX is success when the item exists (the value was not
-// greater) and ErrNotFound when it does not. The writes ask for the old
+// The commit version makes a Commit apply once: a copy of it that the
+// network delivers late, after the holder committed again, names a version
+// the item has left (audit finding 2; TestDelayedCommitReplayIsRefused).
+// A refused Acquire is ErrNotFound when the item is deleted, ErrLeaseHeld
+// otherwise. A refused AdvanceX or MarkSegmentCold is success when the item
+// exists (the value was not greater; it was marked already) and ErrNotFound
+// when it does not. The writes ask for the old
 // item on a failed condition (ReturnValuesOnConditionCheckFailure ALL_OLD);
 // when the failure carries no item (dynalite ignores the parameter, and a
 // missing item has none) a consistent GetItem tells the cases apart, and a
@@ -105,12 +123,22 @@
 //     "ambiguous": a later ConditionalCheckFailed may be the echo of our
 //     own landed attempt, so it is reported as meta.ErrUnavailable, unless
 //     the operation can tell by reading (CreateTopic compares the stored
-//     topic, PutSegment the entry, Advance* the value; Acquire's condition
-//     admits its own owner, so a re-run succeeds and reports TakenOver).
+//     topic, PutSegment the entry, Advance* and MarkSegmentCold the value;
+//     Commit succeeds when the item is at p.Version+1 with p's epoch, the
+//     owner the commit leaves, and exactly p's next_offset, last_ts, active
+//     and sealed: only that commit can have written it; Acquire's condition
+//     admits its own owner, so a re-run succeeds and reports TakenOver;
+//     FencePartition is unconditional). Never ErrFenced after an
+//     ambiguous attempt.
 //
 // Retries exhausted, the call's deadline (the caller's ctx, capped by
 // WithCallTimeout, default 5 s) or a cancellation end the call with an error
-// wrapping meta.ErrUnavailable: the outcome of a write is unknown.
+// wrapping meta.ErrUnavailable: the outcome of a write is unknown. This holds
+// for every method, CreateTopic and CommitOffsets included. Error messages
+// name the operation and the service's error code and message, an HTTP
+// status, a timeout or a transport error, never the SDK's own text, which
+// carries the request id (a client may see the message); the SDK error
+// stays in the chain for errors.As (awshttp.ResponseError.ServiceRequestID).
 //
 // Counters (requests by operation, one per HTTP attempt; conditional
 // failures; lease conflicts; retries; throttles) are kept in a Counters,
@@ -148,9 +176,10 @@
 //   - a top-level REMOVE in an UpdateExpression is silently ignored, and an
 //     empty list (L []) reads back as S "": hence SET-only writes and NULL;
 //   - UpdateItem evaluates the whole item in float64: every number of an
-//     updated item above 2^53 is rounded (PutItem is exact). Offsets,
-//     millisecond timestamps and epochs stay far below 2^53, and DynamoDB
-//     and dynalite are exact;
+//     updated item above 2^53 is rounded (PutItem is exact; a catalog entry
+//     marked cold has been through UpdateItem). Offsets, sizes, millisecond
+//     timestamps and epochs stay far below 2^53, and DynamoDB and dynalite
+//     are exact;
 //   - it honours ReturnValuesOnConditionCheckFailure;
 //   - its table-map operations (CreateTable, DescribeTable) take no lock:
 //     do not create tables while other requests run on the same server.
@@ -158,6 +187,8 @@
 // dynalite 4.0.0 (Node, tools/dynalite):
 //   - no transactions, no TTL;
 //   - it ignores ReturnValuesOnConditionCheckFailure, so a refused
-//     Advance* or PutSegment costs one GetItem more than on DynamoDB;
+//     Acquire, Advance*, PutSegment or MarkSegmentCold, and a refused
+//     Commit after an ambiguous attempt, cost one GetItem more than on
+//     DynamoDB;
 //   - numbers are exact (big.js), ADD included; empty strings are accepted.
 package dynamo

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+
 	"github.com/tierlog/tierlog/pkg/meta"
 )
 
@@ -26,12 +28,32 @@ func ok(body string) reply {
 	}
 }
 
+// cannedRequestID is the request id every canned error carries: no error
+// message may show it.
+const cannedRequestID = "REQ-CANNED-0123456789"
+
 func apiError(status int, code string) reply {
+	return apiErrorWith(status, code, "")
+}
+
+// apiErrorWith answers an error whose body has extra JSON members (a
+// ConditionalCheckFailedException's "Item").
+func apiErrorWith(status int, code, extra string) reply {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		w.Header().Set("X-Amzn-Requestid", cannedRequestID)
 		w.WriteHeader(status)
-		fmt.Fprintf(w, `{"__type":"com.amazonaws.dynamodb.v20120810#%s","message":"canned %s"}`, code, code)
+		if extra != "" {
+			extra = "," + extra
+		}
+		fmt.Fprintf(w, `{"__type":"com.amazonaws.dynamodb.v20120810#%s","message":"canned %s"%s}`, code, code, extra)
 	}
+}
+
+// stateItem is a partition item as GetItem returns it, attributes given as
+// JSON members.
+func stateItem(attrs string) reply {
+	return ok(`{"Item":{"pk":{"S":"p#orders#id-1#0"},"sk":{"S":"state"},` + attrs + `}}`)
 }
 
 // hang answers nothing until the client gives up (the server notices once
@@ -95,8 +117,18 @@ func cannedStore(c *cannedServer, opts ...Option) *Store {
 
 var (
 	pk0   = meta.PartitionKey{Topic: "orders", TopicID: "id-1", Partition: 0}
-	held  = meta.Partition{Topic: "orders", TopicID: "id-1", Partition: 0, Epoch: 3, Owner: "A"}
+	held  = meta.Partition{Topic: "orders", TopicID: "id-1", Partition: 0, Epoch: 3, Version: 7, Owner: "A", NextOffset: 40, LastTS: 9}
 	topic = meta.TopicConfig{Name: "orders", ID: "id-1", Partitions: 1}
+)
+
+// Items as held's commit leaves them (version 8), or not quite.
+const (
+	heldLanded    = `"epoch":{"N":"3"},"version":{"N":"8"},"owner":{"S":"A"},"next_offset":{"N":"40"},"last_ts":{"N":"9"},"active":{"NULL":true},"sealed":{"NULL":true}`
+	heldReleased  = `"epoch":{"N":"3"},"version":{"N":"8"},"owner":{"S":""},"next_offset":{"N":"40"},"last_ts":{"N":"9"},"active":{"NULL":true},"sealed":{"NULL":true}`
+	heldOtherNext = `"epoch":{"N":"3"},"version":{"N":"8"},"owner":{"S":"A"},"next_offset":{"N":"45"},"last_ts":{"N":"9"},"active":{"NULL":true},"sealed":{"NULL":true}`
+	heldLater     = `"epoch":{"N":"3"},"version":{"N":"9"},"owner":{"S":"A"},"next_offset":{"N":"40"},"last_ts":{"N":"9"},"active":{"NULL":true},"sealed":{"NULL":true}`
+	heldTaken     = `"epoch":{"N":"4"},"version":{"N":"8"},"owner":{"S":"B"},"lease_until":{"N":"9999999999999"},"next_offset":{"N":"40"},"last_ts":{"N":"9"}`
+	heldFenced    = `"epoch":{"N":"4"},"version":{"N":"9"},"owner":{"S":""},"deleted":{"BOOL":true},"next_offset":{"N":"40"},"last_ts":{"N":"9"}`
 )
 
 func TestErrorMapping(t *testing.T) {
@@ -104,6 +136,7 @@ func TestErrorMapping(t *testing.T) {
 	release := func(ctx context.Context, s *Store) error { return s.Commit(ctx, held, true, t0, ttl) }
 	read := func(ctx context.Context, s *Store) error { _, err := s.Partition(ctx, pk0); return err }
 	acquire := func(ctx context.Context, s *Store) error { _, err := s.Acquire(ctx, pk0, "B", t0, ttl); return err }
+	markCold := func(ctx context.Context, s *Store) error { return s.MarkSegmentCold(ctx, pk0, 10, 1) }
 	for _, c := range []struct {
 		name    string
 		replies []reply
@@ -128,15 +161,48 @@ func TestErrorMapping(t *testing.T) {
 		{name: "commit/throttled then condition failed", replies: []reply{throttle, throttle, condFailed}, op: commit, want: []error{meta.ErrFenced}, n: 3},
 		{name: "commit/throttled then ok", replies: []reply{throttle, ok(`{}`)}, op: commit, n: 2},
 		{name: "commit/5xx then ok", replies: []reply{serverError, ok(`{}`)}, op: commit, n: 2},
-		{name: "commit/5xx then condition failed is unknown", replies: []reply{serverError, condFailed}, op: release,
-			want: []error{meta.ErrUnavailable}, notWant: meta.ErrFenced, n: 2},
+		// After an attempt of unknown outcome, a refusal is resolved by the
+		// item: our own commit (next version, same lease and state) is
+		// success, anything else unknown, never fenced.
+		{name: "commit/5xx then condition failed, item missing, is unknown", replies: []reply{serverError, condFailed, ok(`{}`)}, op: release,
+			want: []error{meta.ErrUnavailable}, notWant: meta.ErrFenced, n: 3},
+		{name: "commit/5xx then condition failed, our commit is there", replies: []reply{serverError, condFailed, stateItem(heldLanded)}, op: commit, n: 3},
+		{name: "commit/5xx then condition failed, our release is there", replies: []reply{serverError, condFailed, stateItem(heldReleased)}, op: release, n: 3},
+		{name: "commit/5xx then condition failed carrying our commit", replies: []reply{serverError,
+			apiErrorWith(400, "ConditionalCheckFailedException", `"Item":{`+heldLanded+`}`)}, op: commit, n: 2},
+		{name: "commit/5xx then condition failed, unreleased item for a release, is unknown", replies: []reply{serverError, condFailed, stateItem(heldLanded)},
+			op: release, want: []error{meta.ErrUnavailable}, notWant: meta.ErrFenced, n: 3},
+		{name: "commit/5xx then condition failed, other state at our version, is unknown", replies: []reply{serverError, condFailed, stateItem(heldOtherNext)},
+			op: commit, want: []error{meta.ErrUnavailable}, notWant: meta.ErrFenced, n: 3},
+		{name: "commit/5xx then condition failed, a later version, is unknown", replies: []reply{serverError, condFailed, stateItem(heldLater)},
+			op: commit, want: []error{meta.ErrUnavailable}, notWant: meta.ErrFenced, n: 3},
+		{name: "commit/5xx then condition failed, taken over, is unknown", replies: []reply{serverError, condFailed, stateItem(heldTaken)},
+			op: commit, want: []error{meta.ErrUnavailable}, notWant: meta.ErrFenced, n: 3},
+		{name: "commit/5xx then condition failed, the read fails, is unknown", replies: []reply{serverError, condFailed, apiError(400, "ValidationException")},
+			op: commit, want: []error{meta.ErrUnavailable}, notWant: meta.ErrFenced, n: 3},
+		{name: "commit/condition failed carrying what would be ours is fenced", replies: []reply{
+			apiErrorWith(400, "ConditionalCheckFailedException", `"Item":{`+heldLanded+`}`)}, op: commit, want: []error{meta.ErrFenced}, n: 1},
 		{name: "commit/hang times out", replies: []reply{hang}, op: commit, opts: []Option{WithCallTimeout(150 * time.Millisecond)},
 			want: []error{meta.ErrUnavailable, context.DeadlineExceeded}, n: 1},
-		{name: "commit/timed-out attempt then condition failed is unknown", replies: []reply{hang, condFailed}, op: release,
-			opts: []Option{WithAttemptTimeout(100 * time.Millisecond)}, want: []error{meta.ErrUnavailable}, notWant: meta.ErrFenced, n: 2},
+		{name: "commit/timed-out attempt then condition failed is unknown", replies: []reply{hang, condFailed, ok(`{}`)}, op: release,
+			opts: []Option{WithAttemptTimeout(100 * time.Millisecond)}, want: []error{meta.ErrUnavailable}, notWant: meta.ErrFenced, n: 3},
+		{name: "commit/timed-out attempt then condition failed, our commit is there", replies: []reply{hang, condFailed, stateItem(heldLanded)}, op: commit,
+			opts: []Option{WithAttemptTimeout(100 * time.Millisecond)}, n: 3},
 		{name: "commit/throttled throughout", replies: []reply{throttle}, op: commit, want: []error{meta.ErrUnavailable}, n: 4},
 
-		{name: "acquire/condition failed", replies: []reply{condFailed}, op: acquire, want: []error{meta.ErrLeaseHeld}, n: 1},
+		// A refusal without the item (dynalite) costs a read: held or fenced?
+		{name: "acquire/condition failed", replies: []reply{condFailed, stateItem(heldTaken)}, op: acquire, want: []error{meta.ErrLeaseHeld}, n: 2},
+		{name: "acquire/condition failed carrying the item", replies: []reply{apiErrorWith(400, "ConditionalCheckFailedException", `"Item":{`+heldTaken+`}`)},
+			op: acquire, want: []error{meta.ErrLeaseHeld}, n: 1},
+		{name: "acquire/condition failed, fenced", replies: []reply{condFailed, stateItem(heldFenced)}, op: acquire,
+			want: []error{meta.ErrNotFound}, notWant: meta.ErrLeaseHeld, n: 2},
+		{name: "acquire/condition failed carrying a fenced item", replies: []reply{apiErrorWith(400, "ConditionalCheckFailedException", `"Item":{`+heldFenced+`}`)},
+			op: acquire, want: []error{meta.ErrNotFound}, notWant: meta.ErrLeaseHeld, n: 1},
+		{name: "mark cold/condition failed, entry missing", replies: []reply{condFailed, ok(`{}`)}, op: markCold, want: []error{meta.ErrNotFound}, n: 2},
+		{name: "mark cold/condition failed, marked already", replies: []reply{condFailed,
+			ok(`{"Item":{"pk":{"S":"s#orders#id-1#0"},"sk":{"S":"00000000000000000010"},"next_offset":{"N":"10"},"cold_ms":{"N":"5"}}}`)}, op: markCold, n: 2},
+		{name: "mark cold/condition failed, put since", replies: []reply{condFailed,
+			ok(`{"Item":{"pk":{"S":"s#orders#id-1#0"},"sk":{"S":"00000000000000000010"},"next_offset":{"N":"10"}}}`), ok(`{}`)}, op: markCold, n: 3},
 		{name: "create topic/condition failed", replies: []reply{condFailed},
 			op: func(ctx context.Context, s *Store) error { return s.CreateTopic(ctx, topic) }, want: []error{meta.ErrTopicExists}, n: 1},
 		{name: "create topic/5xx then condition failed, ours is there", replies: []reply{serverError, condFailed,
@@ -175,7 +241,67 @@ func TestErrorMapping(t *testing.T) {
 			if got := srv.requests(); len(got) != c.n {
 				t.Errorf("%d requests %v, want %d", len(got), got, c.n)
 			}
+			if err != nil && strings.Contains(err.Error(), cannedRequestID) {
+				t.Errorf("message shows the request id: %v", err)
+			}
 		})
+	}
+}
+
+// Throttling, 5xx and timeouts are meta.ErrUnavailable on every method,
+// the message shows no request id, and the SDK error stays in the chain
+// (its request id for the logs that want it).
+func TestUnavailableEveryMethod(t *testing.T) {
+	offs := []meta.GroupOffset{{Topic: "orders", TopicID: "id-1", Partition: 0, Offset: 1}}
+	ops := map[string]func(context.Context, *Store) error{
+		"CreateTopic":     func(ctx context.Context, s *Store) error { return s.CreateTopic(ctx, topic) },
+		"Topic":           func(ctx context.Context, s *Store) error { _, err := s.Topic(ctx, "orders"); return err },
+		"Topics":          func(ctx context.Context, s *Store) error { _, err := s.Topics(ctx); return err },
+		"DeleteTopic":     func(ctx context.Context, s *Store) error { return s.DeleteTopic(ctx, "orders") },
+		"Partition":       func(ctx context.Context, s *Store) error { _, err := s.Partition(ctx, pk0); return err },
+		"Acquire":         func(ctx context.Context, s *Store) error { _, err := s.Acquire(ctx, pk0, "A", t0, ttl); return err },
+		"Commit":          func(ctx context.Context, s *Store) error { return s.Commit(ctx, held, false, t0, ttl) },
+		"FencePartition":  func(ctx context.Context, s *Store) error { return s.FencePartition(ctx, pk0) },
+		"DeletePartition": func(ctx context.Context, s *Store) error { return s.DeletePartition(ctx, pk0) },
+		"AdvanceLogStart": func(ctx context.Context, s *Store) error { return s.AdvanceLogStart(ctx, pk0, 1) },
+		"AdvanceColdEnd":  func(ctx context.Context, s *Store) error { return s.AdvanceColdEnd(ctx, pk0, 1) },
+		"PutSegment": func(ctx context.Context, s *Store) error {
+			return s.PutSegment(ctx, pk0, meta.CatalogEntry{Base: 0, NextOffset: 10, Key: "k"})
+		},
+		"Segments":        func(ctx context.Context, s *Store) error { _, err := s.Segments(ctx, pk0, 0, 0); return err },
+		"MarkSegmentCold": func(ctx context.Context, s *Store) error { return s.MarkSegmentCold(ctx, pk0, 10, 1) },
+		"DeleteSegment": func(ctx context.Context, s *Store) error {
+			return s.DeleteSegment(ctx, pk0, meta.CatalogEntry{NextOffset: 10})
+		},
+		"CommitOffsets": func(ctx context.Context, s *Store) error { return s.CommitOffsets(ctx, "g", offs) },
+		"GroupOffsets":  func(ctx context.Context, s *Store) error { _, err := s.GroupOffsets(ctx, "g", "orders"); return err },
+	}
+	for _, fault := range []struct {
+		name  string
+		reply reply
+		opts  []Option
+		more  error // also errors.Is
+	}{
+		{"throttled", throttle, nil, nil},
+		{"5xx", serverError, nil, nil},
+		{"timeout", hang, []Option{WithCallTimeout(50 * time.Millisecond)}, context.DeadlineExceeded},
+	} {
+		for name, op := range ops {
+			t.Run(fault.name+"/"+name, func(t *testing.T) {
+				srv := newCanned(t, fault.reply)
+				err := op(t.Context(), cannedStore(srv, fault.opts...))
+				if !errors.Is(err, meta.ErrUnavailable) || (fault.more != nil && !errors.Is(err, fault.more)) {
+					t.Fatalf("err = %v, want ErrUnavailable %v", err, fault.more)
+				}
+				if strings.Contains(err.Error(), cannedRequestID) {
+					t.Fatalf("message shows the request id: %v", err)
+				}
+				var re *awshttp.ResponseError
+				if fault.more == nil && (!errors.As(err, &re) || re.ServiceRequestID() != cannedRequestID) {
+					t.Fatalf("the SDK's response error is not in the chain: %v", err)
+				}
+			})
+		}
 	}
 }
 

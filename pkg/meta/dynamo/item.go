@@ -27,6 +27,8 @@ const (
 	attrTopicID    = "topic_id"
 	attrPartition  = "partition"
 	attrEpoch      = "epoch"
+	attrVersion    = "version" // commit version; absent on items written before it: 0
+	attrDeleted    = "deleted" // BOOL true once FencePartition ran; absent otherwise
 	attrOwner      = "owner"
 	attrLeaseUntil = "lease_until"
 	attrNextOffset = "next_offset"
@@ -35,6 +37,7 @@ const (
 	attrSealed     = "sealed"
 	attrLogStart   = "log_start_offset"
 	attrColdEnd    = "cold_end"
+	attrColdMs     = "cold_ms" // catalog entry; absent until MarkSegmentCold
 )
 
 // esc makes s safe as one "#"-separated key component.
@@ -72,6 +75,8 @@ func stateKey(k meta.PartitionKey) map[string]types.AttributeValue {
 }
 
 func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
+
+func boolean(b bool) types.AttributeValue { return &types.AttributeValueMemberBOOL{Value: b} }
 
 func num[T int | int64 | uint64 | uint32](v T) types.AttributeValue {
 	return &types.AttributeValueMemberN{Value: fmt.Sprint(v)}
@@ -131,6 +136,7 @@ func decodePartition(k meta.PartitionKey, m map[string]types.AttributeValue) (me
 		}
 	}
 	getU(attrEpoch, &p.Epoch)
+	getU(attrVersion, &p.Version)
 	getI(attrLeaseUntil, &p.LeaseUntil)
 	getI(attrNextOffset, &p.NextOffset)
 	getI(attrLastTS, &p.LastTS)
@@ -145,6 +151,13 @@ func decodePartition(k meta.PartitionKey, m map[string]types.AttributeValue) (me
 			return p, fmt.Errorf("dynamo: decode partition: %s is %T, want S", attrOwner, av)
 		}
 		p.Owner = s.Value
+	}
+	if av, ok := m[attrDeleted]; ok && !isNull(av) {
+		b, ok := av.(*types.AttributeValueMemberBOOL)
+		if !ok {
+			return p, fmt.Errorf("dynamo: decode partition: %s is %T, want BOOL", attrDeleted, av)
+		}
+		p.Deleted = b.Value
 	}
 	if av, ok := m[attrActive]; ok && !isNull(av) {
 		var a meta.SegmentInfo

@@ -143,21 +143,22 @@ func (s *Store) Acquire(ctx context.Context, k meta.PartitionKey, owner string, 
 		out, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName: s.table,
 			Key:       stateKey(k),
-			ConditionExpression: aws.String("attribute_not_exists(#pk) OR attribute_not_exists(#owner)" +
-				" OR #owner = :empty OR #lu <= :now OR #owner = :me"),
+			ConditionExpression: aws.String("(attribute_not_exists(#pk) OR attribute_not_exists(#owner)" +
+				" OR #owner = :empty OR #lu <= :now OR #owner = :me)" +
+				" AND (attribute_not_exists(#del) OR #del = :false)"),
 			UpdateExpression: aws.String("SET #owner = :me, #lu = :until, #topic = :topic, #tid = :tid, #part = :part," +
 				" #no = if_not_exists(#no, :zero), #lts = if_not_exists(#lts, :neg)," +
 				" #lso = if_not_exists(#lso, :zero), #ce = if_not_exists(#ce, :zero)" +
-				" ADD #ep :one"),
+				" ADD #ep :one, #ver :one"),
 			ExpressionAttributeNames: map[string]string{
-				"#pk": attrPK, "#owner": attrOwner, "#lu": attrLeaseUntil, "#ep": attrEpoch,
-				"#topic": attrTopic, "#tid": attrTopicID, "#part": attrPartition,
+				"#pk": attrPK, "#owner": attrOwner, "#lu": attrLeaseUntil, "#ep": attrEpoch, "#ver": attrVersion,
+				"#del": attrDeleted, "#topic": attrTopic, "#tid": attrTopicID, "#part": attrPartition,
 				"#no": attrNextOffset, "#lts": attrLastTS, "#lso": attrLogStart, "#ce": attrColdEnd,
 			},
 			ExpressionAttributeValues: map[string]types.AttributeValue{
 				":now": num(now.UnixMilli()), ":me": str(owner), ":until": num(until),
 				":topic": str(k.Topic), ":tid": str(k.TopicID), ":part": num(k.Partition),
-				":zero": num(0), ":neg": num(-1), ":one": num(1), ":empty": str(""),
+				":zero": num(0), ":neg": num(-1), ":one": num(1), ":empty": str(""), ":false": boolean(false),
 			},
 			ReturnValues:                        types.ReturnValueAllOld,
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
@@ -166,9 +167,21 @@ func (s *Store) Acquire(ctx context.Context, k meta.PartitionKey, owner string, 
 	})
 	if isCondition(err) {
 		// The condition admits our own owner name, so a refusal means
-		// another owner's live lease, ambiguous or not.
+		// another owner's live lease or a fenced item, ambiguous or not.
+		// Which one, the item says: returned with the refusal, or read.
+		item := conditionItem(err)
+		if item == nil {
+			var gerr error
+			if item, gerr = s.getItem(ctx, stateKey(k)); gerr != nil {
+				return meta.Acquired{}, gerr
+			}
+		}
+		cur, derr := decodePartition(k, item)
+		if derr == nil && cur.Deleted {
+			return meta.Acquired{}, fmt.Errorf("%w: partition %v is deleted", meta.ErrNotFound, k)
+		}
 		s.counters.leaseConflicts.Add(1)
-		if cur, derr := decodePartition(k, conditionItem(err)); derr == nil && cur.Owner != "" {
+		if derr == nil && cur.Owner != "" {
 			return meta.Acquired{}, fmt.Errorf("%w: %v by %q until %d", meta.ErrLeaseHeld, k, cur.Owner, cur.LeaseUntil)
 		}
 		return meta.Acquired{}, fmt.Errorf("%w: %v", meta.ErrLeaseHeld, k)
@@ -182,6 +195,7 @@ func (s *Store) Acquire(ctx context.Context, k meta.PartitionKey, owner string, 
 	}
 	p := old
 	p.Epoch = old.Epoch + 1
+	p.Version = old.Version + 1
 	p.Owner = owner
 	p.LeaseUntil = until
 	return meta.Acquired{Partition: p, TakenOver: old.Owner != ""}, nil
@@ -194,13 +208,20 @@ func (s *Store) Commit(ctx context.Context, p meta.Partition, release bool, now 
 		return fmt.Errorf("%w: %v: commit with no owner", meta.ErrFenced, k)
 	}
 	names := map[string]string{
-		"#pk": attrPK, "#ep": attrEpoch, "#owner": attrOwner,
+		"#pk": attrPK, "#ep": attrEpoch, "#owner": attrOwner, "#ver": attrVersion, "#del": attrDeleted,
 		"#no": attrNextOffset, "#lts": attrLastTS, "#lu": attrLeaseUntil,
 	}
 	values := map[string]types.AttributeValue{
-		":ep": num(p.Epoch), ":owner": str(p.Owner),
-		":no": num(p.NextOffset), ":lts": num(p.LastTS),
+		":ep": num(p.Epoch), ":owner": str(p.Owner), ":ver": num(p.Version), ":next": num(p.Version + 1),
+		":no": num(p.NextOffset), ":lts": num(p.LastTS), ":false": boolean(false),
 	}
+	// An item written before versions has none: it is version 0.
+	version := "#ver = :ver"
+	if p.Version == 0 {
+		version = "(attribute_not_exists(#ver) OR #ver = :ver)"
+	}
+	cond := "attribute_exists(#pk) AND #ep = :ep AND #owner = :owner AND " + version +
+		" AND (attribute_not_exists(#del) OR #del = :false)"
 	// Everything is SET, nothing REMOVEd: minidyn v0.8.2 ignores a
 	// top-level REMOVE. A released lease is owner "" and lease_until 0; a
 	// nil Active and an empty Sealed are NULL (minidyn returns an empty
@@ -225,12 +246,12 @@ func (s *Store) Commit(ctx context.Context, p meta.Partition, release bool, now 
 	} else {
 		values[":newowner"], values[":lu"] = str(p.Owner), num(now.Add(ttl).UnixMilli())
 	}
-	update := "SET #no = :no, #lts = :lts, #act = :act, #sealed = :sealed, #owner = :newowner, #lu = :lu"
+	update := "SET #no = :no, #lts = :lts, #act = :act, #sealed = :sealed, #owner = :newowner, #lu = :lu, #ver = :next"
 	res, err := s.call(ctx, opUpdateItem, true, func(ctx context.Context, o ...func(*dynamodb.Options)) error {
 		_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName:                           s.table,
 			Key:                                 stateKey(k),
-			ConditionExpression:                 aws.String("attribute_exists(#pk) AND #ep = :ep AND #owner = :owner"),
+			ConditionExpression:                 aws.String(cond),
 			UpdateExpression:                    aws.String(update),
 			ExpressionAttributeNames:            names,
 			ExpressionAttributeValues:           values,
@@ -242,17 +263,73 @@ func (s *Store) Commit(ctx context.Context, p meta.Partition, release bool, now 
 		return err
 	}
 	if res.ambiguous {
-		// An earlier attempt may have landed (a released lease no longer
-		// matches): the outcome is unknown, not refused.
-		return fmt.Errorf("%w: commit %v epoch %d: condition failed after an attempt of unknown outcome", meta.ErrUnavailable, k, p.Epoch)
+		// An earlier attempt may have landed: then the item is at version
+		// p.Version+1 with exactly what this commit writes. Anything else
+		// is unknown, not refused: the earlier attempt may have landed and
+		// been overwritten since.
+		item := conditionItem(err)
+		if item == nil {
+			var gerr error
+			if item, gerr = s.getItem(ctx, stateKey(k)); gerr != nil {
+				return fmt.Errorf("%w: commit %v version %d: condition failed after an attempt of unknown outcome, and reading the item failed: %w",
+					meta.ErrUnavailable, k, p.Version, gerr)
+			}
+		}
+		if cur, derr := decodePartition(k, item); derr == nil && len(item) > 0 && landed(cur, p, release) {
+			return nil
+		}
+		return fmt.Errorf("%w: commit %v epoch %d version %d: condition failed after an attempt of unknown outcome", meta.ErrUnavailable, k, p.Epoch, p.Version)
 	}
 	s.counters.leaseConflicts.Add(1)
 	if item := conditionItem(err); item != nil {
 		if cur, derr := decodePartition(k, item); derr == nil {
-			return fmt.Errorf("%w: %v epoch %d owner %q, item has epoch %d owner %q", meta.ErrFenced, k, p.Epoch, p.Owner, cur.Epoch, cur.Owner)
+			return fmt.Errorf("%w: %v epoch %d owner %q version %d, item has epoch %d owner %q version %d deleted %v",
+				meta.ErrFenced, k, p.Epoch, p.Owner, p.Version, cur.Epoch, cur.Owner, cur.Version, cur.Deleted)
 		}
 	}
-	return fmt.Errorf("%w: %v epoch %d owner %q", meta.ErrFenced, k, p.Epoch, p.Owner)
+	return fmt.Errorf("%w: %v epoch %d owner %q version %d", meta.ErrFenced, k, p.Epoch, p.Owner, p.Version)
+}
+
+// landed reports whether cur is the item Commit(p, release) leaves: the
+// next version, the same lease, exactly p's committed state. Only that
+// commit can have written it: every other writer of the item moves the
+// epoch (Acquire, FencePartition) or needs another version.
+func landed(cur, p meta.Partition, release bool) bool {
+	owner := p.Owner
+	if release {
+		owner = ""
+	}
+	sameActive := (cur.Active == nil) == (p.Active == nil) && (cur.Active == nil || *cur.Active == *p.Active)
+	return !cur.Deleted && cur.Version == p.Version+1 && cur.Epoch == p.Epoch && cur.Owner == owner &&
+		cur.NextOffset == p.NextOffset && cur.LastTS == p.LastTS && sameActive && slices.Equal(cur.Sealed, p.Sealed)
+}
+
+// FencePartition implements meta.Store: one unconditional UpdateItem, so a
+// retry after an attempt of unknown outcome is harmless (it bumps the epoch
+// and version once more).
+func (s *Store) FencePartition(ctx context.Context, k meta.PartitionKey) error {
+	_, err := s.call(ctx, opUpdateItem, true, func(ctx context.Context, o ...func(*dynamodb.Options)) error {
+		_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: s.table,
+			Key:       stateKey(k),
+			UpdateExpression: aws.String("SET #del = :true, #owner = :empty, #lu = :zero," +
+				" #topic = :topic, #tid = :tid, #part = :part," +
+				" #no = if_not_exists(#no, :zero), #lts = if_not_exists(#lts, :neg)," +
+				" #lso = if_not_exists(#lso, :zero), #ce = if_not_exists(#ce, :zero)" +
+				" ADD #ep :one, #ver :one"),
+			ExpressionAttributeNames: map[string]string{
+				"#del": attrDeleted, "#owner": attrOwner, "#lu": attrLeaseUntil, "#ep": attrEpoch, "#ver": attrVersion,
+				"#topic": attrTopic, "#tid": attrTopicID, "#part": attrPartition,
+				"#no": attrNextOffset, "#lts": attrLastTS, "#lso": attrLogStart, "#ce": attrColdEnd,
+			},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":true": boolean(true), ":empty": str(""), ":zero": num(0), ":neg": num(-1), ":one": num(1),
+				":topic": str(k.Topic), ":tid": str(k.TopicID), ":part": num(k.Partition),
+			},
+		}, o...)
+		return err
+	})
+	return err
 }
 
 // DeletePartition implements meta.Store.
@@ -370,6 +447,49 @@ func (s *Store) Segments(ctx context.Context, k meta.PartitionKey, from int64, l
 		return nil, err
 	}
 	return out, nil
+}
+
+// MarkSegmentCold implements meta.Store: one UpdateItem, plus a GetItem
+// when a refusal does not say whether the entry exists.
+func (s *Store) MarkSegmentCold(ctx context.Context, k meta.PartitionKey, nextOffset, ms int64) error {
+	pk, sk := catalogPK(k), pad20(nextOffset)
+	for range maxResolve {
+		_, err := s.call(ctx, opUpdateItem, true, func(ctx context.Context, o ...func(*dynamodb.Options)) error {
+			_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+				TableName:                           s.table,
+				Key:                                 key(pk, sk),
+				ConditionExpression:                 aws.String("attribute_exists(#pk) AND (attribute_not_exists(#cold) OR #cold = :zero)"),
+				UpdateExpression:                    aws.String("SET #cold = :ms"),
+				ExpressionAttributeNames:            map[string]string{"#pk": attrPK, "#cold": attrColdMs},
+				ExpressionAttributeValues:           map[string]types.AttributeValue{":ms": num(ms), ":zero": num(0)},
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+			}, o...)
+			return err
+		})
+		if !isCondition(err) {
+			return err // nil: marked
+		}
+		// Refused: the entry is missing or already marked (perhaps by our
+		// own earlier attempt: the first mark wins either way).
+		item := conditionItem(err)
+		if item == nil {
+			if item, err = s.getItem(ctx, key(pk, sk)); err != nil {
+				return err
+			}
+			if item == nil {
+				return fmt.Errorf("%w: segment ending at %d of %v", meta.ErrNotFound, nextOffset, k)
+			}
+		}
+		var cur meta.CatalogEntry
+		if err := decodeMap(item, &cur); err != nil {
+			return err
+		}
+		if cur.ColdMs != 0 {
+			return nil
+		}
+		// Put since the write: mark it again.
+	}
+	return fmt.Errorf("%w: mark segment %v %d cold: lost %d races", meta.ErrUnavailable, k, nextOffset, maxResolve)
 }
 
 // DeleteSegment implements meta.Store.
