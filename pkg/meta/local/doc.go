@@ -108,14 +108,16 @@
 //     ERROR because a file truncated at a frame's middle looks the same.
 //   - evidence that committed frames are gone: a torn-looking tail longer
 //     than one such frame (zeros past the end its own header names, a
-//     journal zeroed from its header on), or a journal shorter than CLOSED
-//     records (truncated or emptied while the store was closed; CLOSED is a
-//     lower bound on that journal's length until a rotation replaces it,
-//     and says nothing after a crash). Open truncates what does not decode
-//     and opens, logging "journal lost committed data" with the counts
-//     (Recovery.LostCommitted, DroppedBytes, MissingBytes): the frames are
-//     not on disk any more, so refusing to start would save nothing, and
-//     the caller decides what to do about it (the server surfaces it).
+//     journal zeroed from its header on), or a journal whose whole frames
+//     end before the length CLOSED records (truncated or emptied while the
+//     store was closed, or a torn-looking last frame that was committed;
+//     CLOSED is a lower bound on that journal's length until a rotation
+//     replaces it, and says nothing after a crash). Open truncates what
+//     does not decode and opens, logging "journal lost committed data" with
+//     the counts (Recovery.LostCommitted, DroppedBytes, MissingBytes): the
+//     frames are not on disk any more, so refusing to start would save
+//     nothing, and the caller decides what to do about it (the server
+//     surfaces it).
 //   - damage (a flipped byte mid-journal, robustness F6): Open refuses,
 //     ErrCorrupt, and leaves the files untouched. The frames after the
 //     damage are still on disk and were committed; truncating them would

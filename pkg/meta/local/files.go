@@ -129,7 +129,7 @@ func (s *Store) load() error {
 	}
 
 	var rec Recovery
-	lengths := map[uint64]int64{} // valid length of each journal
+	lengths := map[uint64]journalLength{}
 	if len(live) == 0 {
 		if first != 1 {
 			return fmt.Errorf("%w: snapshot names journal %016x, which is missing", ErrCorrupt, first)
@@ -147,7 +147,7 @@ func (s *Store) load() error {
 		if err != nil {
 			return fmt.Errorf("meta/local: %s: %w", name, err)
 		}
-		lengths[seq] = int64(max(r.valid, FileHeaderSize))
+		lengths[seq] = journalLength{valid: int64(max(r.valid, FileHeaderSize)), file: int64(len(r.b))}
 		if !last {
 			continue
 		}
@@ -184,10 +184,10 @@ func (s *Store) load() error {
 			}
 		}
 		s.setJournal(j, seq)
-		s.w.size = lengths[seq]
+		s.w.size = lengths[seq].valid
 	}
 	if len(live) == 0 {
-		lengths[first] = FileHeaderSize
+		lengths[first] = journalLength{valid: FileHeaderSize, file: 0}
 	}
 	s.checkClosed(&rec, first, s.w.seq, lengths)
 	s.mu.st = st
@@ -196,11 +196,17 @@ func (s *Store) load() error {
 	return nil
 }
 
+// journalLength is a journal's valid prefix (whole frames, the header at
+// least) and its length on disk as Open found it (0: missing).
+type journalLength struct{ valid, file int64 }
+
 // checkClosed compares the journals Open found with the CLOSED record of
-// the last clean Close (see writeClosed) and adds what is missing to rec.
-// Journals below first were replaced by the snapshot: the record says
-// nothing about them.
-func (s *Store) checkClosed(rec *Recovery, first, lastSeq uint64, lengths map[uint64]int64) {
+// the last clean Close (see writeClosed) and adds to rec what was
+// committed then and is not now: bytes missing from the file, or bytes
+// still there that Open could not keep (then a torn-looking tail was
+// committed data). Journals below first were replaced by the snapshot: the
+// record says nothing about them.
+func (s *Store) checkClosed(rec *Recovery, first, lastSeq uint64, lengths map[uint64]journalLength) {
 	seq, size, ok, err := readClosed(s.dir)
 	if err != nil {
 		s.opts.logger.Warn("meta/local: ignoring an unreadable close record", "file", filepath.Join(s.dir, closedName), "err", err)
@@ -214,15 +220,15 @@ func (s *Store) checkClosed(rec *Recovery, first, lastSeq uint64, lengths map[ui
 	case seq > lastSeq || !found:
 		rec.MissingBytes += size
 		rec.addCause("%s, %d bytes at the last clean close, is missing", journalName(seq), size)
-	case have < size:
-		rec.MissingBytes += size - have
-		rec.addCause("%s holds %d bytes of whole frames, %d at the last clean close", journalName(seq), have, size)
+	case have.valid < size:
+		rec.MissingBytes += max(0, size-have.file)
+		rec.addCause("%s holds %d bytes of whole frames in %d, %d at the last clean close", journalName(seq), have.valid, have.file, size)
 	default:
 		return
 	}
 	rec.LostCommitted = true
 	if rec.Journal == "" {
-		rec.Journal, rec.Offset = journalName(seq), have
+		rec.Journal, rec.Offset = journalName(seq), have.valid
 	}
 }
 

@@ -26,9 +26,10 @@ type Recovery struct {
 	// the damaged one (WithTruncateDamaged only): mutations that had been
 	// committed.
 	DroppedFrames int
-	// MissingBytes is how much shorter the journal is than it was at the
-	// last clean Close (the CLOSED record): committed frames that are gone
-	// without a trace in the file.
+	// MissingBytes is how much shorter the journal file was, when Open
+	// found it, than at the last clean Close (the CLOSED record): committed
+	// frames gone without a trace in the file. Bytes Open dropped itself
+	// are in DroppedBytes.
 	MissingBytes int64
 	// LostCommitted is true when Open has evidence that committed
 	// mutations are gone: damage it truncated (WithTruncateDamaged), a

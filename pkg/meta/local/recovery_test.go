@@ -137,17 +137,33 @@ func TestRecoveryTruncatedJournalIsLostData(t *testing.T) {
 	must(t, err)
 	rec := s.Recovery()
 	if !rec.LostCommitted || rec.Journal != journalName(1) || rec.Offset != int64(valid) ||
-		rec.DroppedBytes != int64(half-valid) || rec.MissingBytes != int64(len(b)-valid) {
-		t.Fatalf("Recovery %+v; want lost, offset %d, %d dropped, %d missing", rec, valid, half-valid, len(b)-valid)
+		rec.DroppedBytes != int64(half-valid) || rec.MissingBytes != int64(len(b)-half) {
+		t.Fatalf("Recovery %+v; want lost, offset %d, %d dropped, %d missing", rec, valid, half-valid, len(b)-half)
 	}
 	r := logs.one(t, "meta/local: journal lost committed data")
-	if r["missing_bytes"] != float64(len(b)-valid) || r["file"] != journalPath(dir, 1) {
+	if r["missing_bytes"] != float64(len(b)-half) || r["dropped_bytes"] != float64(half-valid) || r["file"] != journalPath(dir, 1) {
 		t.Fatalf("log record %v", r)
 	}
 	// What is left is the state of the surviving frames, and the store
 	// works from there.
 	sameState(t, "after truncation", dump(s), withoutLast(t, b, valid))
 	must(t, s.CreateTopic(context.Background(), meta.TopicConfig{Name: "after"}))
+}
+
+// A cleanly closed journal whose last frame then loses its end looks like
+// a torn tail, but the close record knows that frame was committed.
+func TestRecoveryTornLookingCommittedFrame(t *testing.T) {
+	dir, _, b := closedStore(t)
+	offs := frames(t, b)
+	last := offs[len(offs)-2]
+	must(t, os.Truncate(journalPath(dir, 1), int64(len(b)-1)))
+	s, logs, err := openLogged(t, dir)
+	must(t, err)
+	rec := s.Recovery()
+	if !rec.LostCommitted || rec.Offset != int64(last) || rec.DroppedBytes != int64(len(b)-1-last) || rec.MissingBytes != 1 {
+		t.Fatalf("Recovery %+v", rec)
+	}
+	logs.one(t, "meta/local: journal lost committed data")
 }
 
 // F9: an emptied journal forgets every topic; the close record makes it
@@ -166,8 +182,8 @@ func TestRecoveryEmptiedJournalIsLostData(t *testing.T) {
 			s, logs, err := openLogged(t, dir)
 			must(t, err)
 			rec := s.Recovery()
-			if !rec.LostCommitted || rec.Journal != journalName(1) || rec.MissingBytes != int64(len(b)-FileHeaderSize) {
-				t.Fatalf("Recovery %+v, want %d bytes missing", rec, len(b)-FileHeaderSize)
+			if !rec.LostCommitted || rec.Journal != journalName(1) || rec.MissingBytes != int64(len(b)) {
+				t.Fatalf("Recovery %+v, want %d bytes missing", rec, len(b))
 			}
 			logs.one(t, "meta/local: journal lost committed data")
 			if ts, err := s.Topics(context.Background()); err != nil || len(ts) != 0 {
