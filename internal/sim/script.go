@@ -25,6 +25,7 @@ func NewScript(segmentBytes int64) *Script {
 	cfg.SegmentBytes = segmentBytes
 	cfg.IndexBytes = 100
 	cfg.Trace, cfg.TraceAll = true, true
+	cfg.Compactors = -1
 	w := NewWorld(cfg)
 	w.script = true
 	return &Script{W: w}

@@ -18,6 +18,7 @@ var (
 	flagSteps = flag.Int("sim.steps", 0, "steps with faults per seed (0: the default)")
 	flagFirst = flag.Int64("sim.first", 1, "first seed")
 	flagAll   = flag.Bool("sim.traceall", false, "with -sim.seed: print every event, not the last 200")
+	flagScale = flag.Float64("sim.faults", 1, "multiply every fault rate by this")
 )
 
 // defaultSeeds is what CI runs: at least 2,000 seeds.
@@ -36,6 +37,9 @@ func simConfig(seed uint64) Config {
 		cfg.Steps = n
 	} else if raceSteps > 0 {
 		cfg.Steps = raceSteps
+	}
+	if *flagScale != 1 {
+		cfg.Scale(*flagScale)
 	}
 	applyOpen(&cfg)
 	return cfg
@@ -143,6 +147,9 @@ func rerun(seed uint64) string {
 	s := fmt.Sprintf("go test ./internal/sim -run 'TestSimulate$' -sim.seed %d", seed)
 	if *flagSteps > 0 {
 		s += fmt.Sprintf(" -sim.steps %d", *flagSteps)
+	}
+	if *flagScale != 1 {
+		s += fmt.Sprintf(" -sim.faults %g", *flagScale)
 	}
 	return s + " -v"
 }

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/tierlog/tierlog/pkg/meta"
 	"github.com/tierlog/tierlog/pkg/meta/mem"
+	objmem "github.com/tierlog/tierlog/pkg/objstore/mem"
 	"github.com/tierlog/tierlog/pkg/partition"
 )
 
@@ -20,9 +22,10 @@ type Config struct {
 	Seed  uint64
 	Steps int // steps with faults; then the faults stop and liveness is checked
 
-	Servers int // writers holding their lease between batches (HoldLease)
-	Lambdas int // writers that acquire and release per batch
-	Readers int
+	Servers    int // writers holding their lease between batches (HoldLease)
+	Lambdas    int // writers that acquire and release per batch
+	Readers    int
+	Compactors int // -1: none
 
 	LeaseTTL     time.Duration
 	SegmentBytes int64 // 0: chosen by the seed
@@ -65,13 +68,25 @@ func DefaultConfig(seed uint64) Config {
 		Meta: MetaFaults{
 			Refuse: 0.02, LostAnswer: 0.02, Delay: 0.02, Duplicate: 0.02, ReadFail: 0.01,
 		},
-		Crash:          0.004,
-		Pause:          0.01,
+		Crash:          0.003,
+		Pause:          0.005,
 		ClockJump:      0.01,
 		Writeback:      0.03,
 		Deliver:        0.05,
 		FullCheckEvery: 100,
 		Liveness:       8 * time.Second,
+	}
+}
+
+// Scale multiplies every fault rate by f.
+func (c *Config) Scale(f float64) {
+	for _, p := range []*float64{
+		&c.FS.FsyncFail, &c.FS.WriteFail, &c.FS.ShortWrite, &c.FS.NoSpace, &c.FS.CreateFail,
+		&c.FS.CreateLostReply, &c.FS.RemoveLostReply,
+		&c.Meta.Refuse, &c.Meta.LostAnswer, &c.Meta.Delay, &c.Meta.Duplicate, &c.Meta.ReadFail,
+		&c.Crash, &c.Pause, &c.ClockJump, &c.Writeback, &c.Deliver,
+	} {
+		*p = min(*p*f, 0.5)
 	}
 }
 
@@ -114,8 +129,11 @@ type World struct {
 	s    *Sched
 	srv  *Server
 	net  *MetaNet
-	key  meta.PartitionKey
-	dir  string
+	key   meta.PartitionKey
+	root  string
+	dir   string
+	objs  *objmem.Store
+	topic meta.TopicConfig
 	segB int64
 	idxB int
 
@@ -172,7 +190,8 @@ func NewWorld(cfg Config) *World {
 		cfg:       cfg,
 		s:         newSched(cfg.Seed, cfg.Trace || cfg.TraceAll),
 		key:       meta.PartitionKey{Topic: "t", TopicID: "id1", Partition: 0},
-		dir:       "/efs/t~id1/0",
+		root:      "/efs",
+		objs:      objmem.New(),
 		acked:     map[int64]rec{},
 		ackedAt:   map[string]int64{},
 		seen:      map[int64]rec{},
@@ -182,16 +201,20 @@ func NewWorld(cfg Config) *World {
 	w.s.keepAll = cfg.TraceAll
 	w.res.Faults = map[string]int{}
 	w.srv = newServer(w, cfg.FS)
-	w.srv.dirs["/efs"], w.srv.dirs["/efs/t~id1"], w.srv.dirs[w.dir] = true, true, true
+	w.dir = partition.Dir(w.root, w.key)
+	for d := w.dir; d != "/"; d = path.Dir(d) {
+		w.srv.dirs[d] = true
+	}
 	w.net = newMetaNet(w, mem.New(), cfg.Meta)
 	w.segB = cfg.SegmentBytes
 	if w.segB == 0 {
-		w.segB = 256 + w.s.rng.Int64N(3000)
+		w.segB = 256 + w.s.rng.Int64N(1200)
 	}
 	w.idxB = cfg.IndexBytes
 	if w.idxB == 0 {
 		w.idxB = 40 + w.s.rng.IntN(400)
 	}
+	w.createTopic()
 	return w
 }
 
@@ -350,6 +373,8 @@ func (w *World) append(a *Actor, l *partition.Log, n, padTo int) {
 	app, err := l.Append(bg, recs)
 	if err != nil {
 		a.note("APPEND b%d failed: %v", bn, err)
+		// The client backs off before its next request.
+		a.pausedUntil = w.s.now + w.s.between(20*time.Millisecond, 300*time.Millisecond)
 		return
 	}
 	w.res.AppendOK++
@@ -391,12 +416,12 @@ func (w *World) readerBody(a *Actor) {
 
 func (w *World) read(a *Actor, l *partition.Log, c cmd) {
 	a.note("READ from %d max %d/%dB", c.offset, c.max, c.maxBytes)
-	recs, b, err := l.Read(bg, c.offset, c.max, c.maxBytes)
+	recs, b, err := w.readAt(l, w.net.Client(a), objects{inner: w.objs, a: a}, c.offset, c.max, c.maxBytes)
 	w.res.Reads++
 	a.note("READ from %d: %d records, hw %d, %v", c.offset, len(recs), b.HighWatermark, err)
 	if err != nil {
 		var oor *partition.OutOfRangeError
-		if errors.As(err, &oor) || errors.Is(err, partition.ErrUnavailable) {
+		if errors.As(err, &oor) || errors.Is(err, partition.ErrUnavailable) || errors.Is(err, meta.ErrUnavailable) {
 			return
 		}
 		if w.checkErr == nil {
@@ -484,7 +509,7 @@ func (w *World) check(full bool) error {
 		return err
 	}
 	for _, off := range offs {
-		recs, _, err := l.Read(bg, off, 1, 1)
+		recs, _, err := w.readAt(l, w.net.Client(nil), objects{inner: w.objs}, off, 1, 1)
 		if err != nil {
 			return fmt.Errorf("I2: offset %d (committed, hw %d) unreadable from durable state: %v", off, w.maxHW, err)
 		}
@@ -528,7 +553,7 @@ func (w *World) fullCheck() error {
 	values := map[string]int64{}
 	lastTS := int64(-1 << 62)
 	for off := b.LogStartOffset; off < b.HighWatermark; {
-		recs, _, err := l.Read(bg, off, 1000, 1<<20)
+		recs, _, err := w.readAt(l, w.net.Client(nil), objects{inner: w.objs}, off, 1000, 1<<20)
 		if err != nil {
 			return fmt.Errorf("I2: committed offset %d (hw %d) unreadable from durable state: %v", off, b.HighWatermark, err)
 		}
@@ -598,8 +623,15 @@ func Run(cfg Config) (res Result) {
 	for i := range readers {
 		w.AddReader(fmt.Sprintf("r%d", i))
 	}
-	w.logf("seed %d: %d servers, %d lambdas, %d readers, segment %d B, index every %d B",
-		cfg.Seed, servers, lambdas, readers, w.segB, w.idxB)
+	compactors := cfg.Compactors
+	if compactors == 0 {
+		compactors = r.IntN(3)
+	}
+	for i := range max(compactors, 0) {
+		w.AddCompactor(fmt.Sprintf("c%d", i))
+	}
+	w.logf("seed %d: %d servers, %d lambdas, %d readers, %d compactors, segment %d B, index every %d B",
+		cfg.Seed, servers, lambdas, readers, max(compactors, 0), w.segB, w.idxB)
 	defer w.s.shutdown()
 	err := w.runSteps()
 	return w.finish(err)
@@ -728,7 +760,9 @@ func (w *World) decide() {
 	}
 	if a.pausedUntil > 0 {
 		a.pausedUntil = 0
-		s.eventf("RESUME %s (before %s %s)", a.Name, a.pendOp, short(a.pendName))
+		if a.inOp {
+			s.eventf("RESUME %s (before %s %s)", a.Name, a.pendOp, short(a.pendName))
+		}
 	}
 	s.resume(a)
 }
