@@ -21,6 +21,7 @@ type serveOpts struct {
 	listen  string
 	logJSON bool
 	cfg     tlserver.Config
+	envErr  error // a TIERLOG_ variable that does not parse
 }
 
 func newServeCmd() *cobra.Command {
@@ -41,6 +42,9 @@ It stops gracefully on SIGTERM or SIGINT: in-flight requests finish, files
 are synced and leases released.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.envErr != nil {
+				return usageError{o.envErr}
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
 			return serve(ctx, o)
@@ -58,8 +62,25 @@ are synced and leases released.`,
 	f.DurationVar(&o.cfg.CompactInterval, "compact-interval", 10*time.Second, "compactor timer; 0 disables it")
 	f.DurationVar(&o.cfg.CompactGrace, "compact-grace", 30*time.Second, "how long hot files of tiered segments stay")
 	f.DurationVar(&o.cfg.LeaseTTL, "lease-ttl", 10*time.Second, "how long a partition lease lives without a commit")
+	bodyTimeout, err := envDuration("TIERLOG_BODY_READ_TIMEOUT", tlserver.DefaultBodyReadTimeout)
+	o.envErr = err
+	f.DurationVar(&o.cfg.BodyReadTimeout, "body-read-timeout", bodyTimeout,
+		"how long one request body may take to arrive before it is cut with 408; 0 means no limit (env TIERLOG_BODY_READ_TIMEOUT)")
 	f.BoolVar(&o.logJSON, "log-json", false, "log JSON lines instead of text")
 	return c
+}
+
+// envDuration is envDefault for a duration: the variable's value, or def.
+func envDuration(name string, def time.Duration) (time.Duration, error) {
+	v := envDefault(name, "")
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return def, fmt.Errorf("env %s=%q: want a duration such as 30s: %w", name, v, err)
+	}
+	return d, nil
 }
 
 func serve(ctx context.Context, o serveOpts) error {
@@ -73,6 +94,9 @@ func serve(ctx context.Context, o serveOpts) error {
 	if cfg.CompactInterval == 0 {
 		cfg.CompactInterval = -1 // the flag's 0 means off
 	}
+	if cfg.BodyReadTimeout == 0 {
+		cfg.BodyReadTimeout = -1 // the flag's 0 means no limit
+	}
 	s, err := tlserver.Open(ctx, cfg)
 	if err != nil {
 		return err
@@ -84,11 +108,7 @@ func serve(ctx context.Context, o serveOpts) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	srv := &http.Server{
-		Handler:           s.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-	}
+	srv := s.HTTPServer()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	logger.Info("tierlog listening", "addr", ln.Addr().String(), "backend", cfg.Backend)

@@ -6,9 +6,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -22,13 +25,41 @@ import (
 type Option func(*config)
 
 type config struct {
-	log *slog.Logger
+	log         *slog.Logger
+	bodyTimeout time.Duration
+	extra       []extraRoute
 }
 
-// WithLogger sets the logger for internal errors, recovered panics and (at
-// debug level) one line per request. Nil means discard, the default.
+// extraRoute is a route outside API.md that the handler serves as well.
+type extraRoute struct {
+	method, path string
+	h            http.Handler
+}
+
+// WithLogger sets the logger for internal errors, the causes of 503s,
+// recovered panics and (at debug level) one line per request. Nil means
+// discard, the default.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) { c.log = l }
+}
+
+// WithBodyReadTimeout bounds how long reading one request body may take,
+// from the moment the handler gets the request: a body still arriving
+// then is cut, answered 408 request_timeout, and nothing it carried is
+// applied. It needs a server connection that supports read deadlines
+// (http.ResponseController); elsewhere (Lambda, where the body is already
+// in memory) it does nothing. 0, the default, means no bound.
+func WithBodyReadTimeout(d time.Duration) Option {
+	return func(c *config) { c.bodyTimeout = d }
+}
+
+// WithRoute serves h at method path (a ServeMux pattern's two halves,
+// such as "GET" "/metrics") besides API.md's routes, behind the same
+// path canonicalisation, request id and panic recovery; other methods on
+// path are 405 in API.md's shape. The local server serves /metrics so:
+// no path ever reaches a ServeMux that would answer it with a redirect.
+func WithRoute(method, path string, h http.Handler) Option {
+	return func(c *config) { c.extra = append(c.extra, extraRoute{method, path, h}) }
 }
 
 // applyDefaults is the one place defaults are set.
@@ -48,17 +79,18 @@ func applyDefaults(opts []Option) config {
 // server serves API.md over one broker. It is safe for concurrent use: it
 // has no mutable state of its own.
 type server struct {
-	b   *broker.Broker
-	log *slog.Logger
-	mux *http.ServeMux
+	b           *broker.Broker
+	log         *slog.Logger
+	mux         *http.ServeMux
+	bodyTimeout time.Duration
 }
 
 // New returns the http.Handler of API.md serving b. The handler is safe for
 // concurrent use; it answers every request with a fresh X-Request-Id header.
 func New(b *broker.Broker, opts ...Option) http.Handler {
 	c := applyDefaults(opts)
-	s := &server{b: b, log: c.log, mux: http.NewServeMux()}
-	s.routes()
+	s := &server{b: b, log: c.log, mux: http.NewServeMux(), bodyTimeout: c.bodyTimeout}
+	s.routes(c.extra)
 	return s
 }
 
@@ -69,7 +101,7 @@ type route struct {
 	funcs   []http.HandlerFunc
 }
 
-func (s *server) routes() {
+func (s *server) routes(extra []extraRoute) {
 	table := []route{
 		{"/v1/health", []string{"GET"}, []http.HandlerFunc{s.health}},
 		{"/v1/topics", []string{"GET", "POST"}, []http.HandlerFunc{s.listTopics, s.createTopic}},
@@ -78,6 +110,9 @@ func (s *server) routes() {
 		{"/v1/topics/{topic}/partitions/{partition}/records", []string{"GET", "POST"}, []http.HandlerFunc{s.fetch, s.producePartition}},
 		{"/v1/topics/{topic}/partitions/{partition}/offsets", []string{"GET"}, []http.HandlerFunc{s.offsets}},
 		{"/v1/groups/{group}/offsets", []string{"GET", "PUT"}, []http.HandlerFunc{s.groupOffsets, s.commitGroupOffsets}},
+	}
+	for _, e := range extra {
+		table = append(table, route{e.path, []string{e.method}, []http.HandlerFunc{e.h.ServeHTTP}})
 	}
 	for _, rt := range table {
 		var allow []string
@@ -155,8 +190,59 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(sw, r, notFound(r))
 		return
 	}
+	s.boundBody(sw, r)
 	s.mux.ServeHTTP(sw, r)
 }
+
+// boundBody sets the connection's read deadline for r's body (r is this
+// handler's own shallow copy, so its Body may be replaced) and clears it
+// once the body is read to its end: without that, the server's background
+// read of the idle connection would hit the deadline and cancel a request
+// that is still working (a produce waiting its turn).
+func (s *server) boundBody(w http.ResponseWriter, r *http.Request) {
+	if s.bodyTimeout <= 0 || r.Body == nil || r.Body == http.NoBody {
+		return
+	}
+	rc := http.NewResponseController(w)
+	if err := rc.SetReadDeadline(time.Now().Add(s.bodyTimeout)); err != nil {
+		return // no connection to bound (Lambda, a test recorder)
+	}
+	r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc, limit: s.bodyTimeout}
+}
+
+// deadlineBody is a body read under a connection read deadline.
+type deadlineBody struct {
+	io.ReadCloser
+	rc    *http.ResponseController
+	limit time.Duration
+	done  bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	switch {
+	case err == nil || b.done:
+	case errors.Is(err, io.EOF):
+		b.done = true
+		_ = b.rc.SetReadDeadline(time.Time{}) // the next request sets its own
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		b.done = true
+		err = &bodyTimeoutError{limit: b.limit, err: err}
+	}
+	return n, err
+}
+
+// bodyTimeoutError is a body that did not arrive within the limit.
+type bodyTimeoutError struct {
+	limit time.Duration
+	err   error
+}
+
+func (e *bodyTimeoutError) Error() string {
+	return fmt.Sprintf("request body not received within %v: %v", e.limit, e.err)
+}
+
+func (e *bodyTimeoutError) Unwrap() error { return e.err }
 
 // canonicalPath prepares r for ServeMux without letting it redirect. Paths
 // are taken literally, never resolved: a "." or ".." segment is re-escaped

@@ -23,9 +23,21 @@ const maxBodyBytes = 5 << 20
 // offset.metadata.max.bytes does (4 KiB). More is 413 payload_too_large.
 const maxMetadataBytes = 4096
 
+// limitBody is the request body, cut at maxBodyBytes. A body that
+// announces more (Content-Length) is refused without reading a byte of
+// it, so a client that sent "Expect: 100-continue" gets its 413 instead
+// of "100 Continue".
 func limitBody(w http.ResponseWriter, r *http.Request) io.Reader {
+	if r.ContentLength > maxBodyBytes {
+		return errReader{&http.MaxBytesError{Limit: maxBodyBytes}}
+	}
 	return http.MaxBytesReader(unwrapWriter(w), r.Body, maxBodyBytes)
 }
+
+// errReader fails every read with err.
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
 // readJSON decodes the whole body into v: exactly one JSON value and
 // nothing but white space after it. Unknown fields are ignored (forward
@@ -50,13 +62,33 @@ func readJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	return nil
 }
 
-// bodyError classifies an error reading the body.
+// bodyError classifies an error reading the body. The reader's own text
+// is not repeated: it may name addresses.
 func bodyError(err error) error {
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
+	var (
+		mbe *http.MaxBytesError
+		bte *bodyTimeoutError
+	)
+	switch {
+	case errors.As(err, &mbe):
 		return tooLarge("request body is larger than %d bytes", mbe.Limit)
+	case errors.As(err, &bte):
+		return &apiError{status: http.StatusRequestTimeout, code: codeRequestTimeout,
+			msg: fmt.Sprintf("request body not received within %v; nothing was done", bte.limit)}
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return badRequest("cannot read request body: it ends before its Content-Length")
 	}
-	return badRequest("cannot read request body: %v", err)
+	return badRequest("cannot read request body")
+}
+
+// isBodyError reports whether err came from reading the body rather than
+// from decoding it.
+func isBodyError(err error) bool {
+	var (
+		mbe *http.MaxBytesError
+		bte *bodyTimeoutError
+	)
+	return errors.As(err, &mbe) || errors.As(err, &bte)
 }
 
 // jsonError turns a decoding error into a 400 that says where and what.
@@ -65,14 +97,13 @@ func jsonError(err error, where string) error {
 	var (
 		se  *json.SyntaxError
 		ute *json.UnmarshalTypeError
-		mbe *http.MaxBytesError
 	)
 	at := ""
 	if where != "" {
 		at = " in " + where
 	}
 	switch {
-	case errors.As(err, &mbe):
+	case isBodyError(err):
 		return bodyError(err)
 	case errors.As(err, &se):
 		return badRequest("malformed JSON%s at byte %d: %v", at, se.Offset, se)
@@ -245,10 +276,27 @@ func rawBytes(raw json.RawMessage, enc encoding, what string) ([]byte, error) {
 	if err != nil || enc == encUTF8 {
 		return s, err
 	}
-	b := make([]byte, base64.StdEncoding.DecodedLen(len(s)))
-	n, err := base64.StdEncoding.Decode(b, s)
+	b, err := decodeBase64(s)
 	if err != nil {
-		return nil, badRequest("%s is not valid standard base64 (RFC 4648, padded): %v", what, err)
+		return nil, badRequest("%s is not valid standard base64 (RFC 4648, padded, no line breaks): %v", what, err)
+	}
+	return b, nil
+}
+
+// strictBase64 is RFC 4648 standard base64 with padding and zero padding
+// bits. Line breaks are refused by decodeBase64: the decoder skips them
+// even in strict mode.
+var strictBase64 = base64.StdEncoding.Strict()
+
+// decodeBase64 decodes s as strict base64: "aG\nk=" is not "hi".
+func decodeBase64(s []byte) ([]byte, error) {
+	if i := bytes.IndexAny(s, "\r\n"); i >= 0 {
+		return nil, base64.CorruptInputError(i)
+	}
+	b := make([]byte, strictBase64.DecodedLen(len(s)))
+	n, err := strictBase64.Decode(b, s)
+	if err != nil {
+		return nil, err
 	}
 	return b[:n], nil
 }

@@ -26,7 +26,10 @@
 //   - Paths are taken literally, never resolved: "/v1/topics/.." names the
 //     topic "..", which is 400 like "/v1/topics/%2e%2e" (ServeMux would
 //     answer a redirect). A path with an empty segment ("//") is 404
-//     not_found. "%2F" inside a segment is part of the name (400).
+//     not_found. "%2F" inside a segment is part of the name (400). No
+//     answer is ever a 3xx: routes outside API.md (the local server's
+//     /metrics) are served by this handler too (WithRoute), behind the
+//     same canonicalisation, never by a ServeMux in front of it.
 //   - Validation happens before any broker call, in this order: path
 //     names, path numbers, query, body. Topic names follow
 //     broker.ValidTopicName; group names the same rule
@@ -54,7 +57,9 @@
 //   - utf8 mode on produce never alters bytes either: a string that is not
 //     valid UTF-8, or has an unpaired surrogate escape (\ud800) that
 //     encoding/json would turn into U+FFFD, is 400; such bytes travel as
-//     base64. base64 is standard, padded (RFC 4648 section 4).
+//     base64. base64 is standard, padded (RFC 4648 section 4), strict:
+//     non-zero padding bits, white space and line breaks are 400 (the
+//     standard decoder would skip "\r" and "\n").
 //   - More than 10,000 records is 413, refused while streaming at record
 //     10,001. A record whose key plus value exceeds 1 MiB (after base64
 //     decoding) is 413.
@@ -71,8 +76,18 @@
 //     (topic, partition) twice (400). An unknown group reads as
 //     {"offsets":[]}.
 //   - Context errors (deadline, client gone) and broker.ErrClosed are 503
-//     unavailable with Retry-After: 1, like ErrUnavailable: the outcome is
-//     unknown and a retry is safe.
+//     unavailable with Retry-After: 1, like ErrUnavailable of the broker,
+//     package partition or package meta (the metadata store): the outcome
+//     is unknown and a retry is safe. A 503's message is fixed per cause
+//     ("partition busy: retry", "metadata store unavailable: retry", ...):
+//     the cause names files, epochs and SDK internals, and is logged with
+//     the request id instead.
+//   - Records damaged on disk (*partition.DamagedError) are 500
+//     corrupt_record with "next_offset", the first readable offset after
+//     the damage, beside "error" (docs/api-extensions.md).
+//   - A body over 5 MiB by its Content-Length is 413 before it is read (no
+//     100 Continue). With WithBodyReadTimeout, a body still arriving after
+//     the timeout is 408 request_timeout and the connection is closed.
 //   - Binary batches (docs/api-binary.md, package wire) are negotiated,
 //     never required: a produce body is a binary batch only when its
 //     Content-Type is exactly application/vnd.tierlog.batch.v1 (parameters

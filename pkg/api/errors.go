@@ -4,10 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
+	"os"
 
 	"github.com/tierlog/tierlog/pkg/broker"
+	"github.com/tierlog/tierlog/pkg/meta"
+	"github.com/tierlog/tierlog/pkg/partition"
 )
 
 // Error codes of API.md's table. Never change them: clients switch on them.
@@ -22,7 +27,9 @@ const (
 	codeOffsetOutOfRange   = "offset_out_of_range"
 	codeUnavailable        = "unavailable"
 	codeInternal           = "internal"
-	retryAfterUnavailable  = "1" // seconds, sent with every 503
+	codeCorruptRecord      = "corrupt_record"  // docs/api-extensions.md
+	codeRequestTimeout     = "request_timeout" // docs/api-extensions.md
+	retryAfterUnavailable  = "1"               // seconds, sent with every 503
 	contentTypeJSON        = "application/json"
 	headerRequestID        = "X-Request-Id"
 	internalMessagePattern = "internal error; request id %s"
@@ -54,29 +61,55 @@ type errorBody struct {
 }
 
 // errorResponse is the body of every non-2xx answer. The offset fields are
-// set only for offset_out_of_range (API.md: "body also has both").
+// set only for offset_out_of_range (API.md: "body also has both") and
+// NextOffset only for corrupt_record (the first readable offset after the
+// damage, docs/api-extensions.md).
 type errorResponse struct {
 	Error          errorBody `json:"error"`
 	LogStartOffset *int64    `json:"log_start_offset,omitempty"`
 	HighWatermark  *int64    `json:"high_watermark,omitempty"`
+	NextOffset     *int64    `json:"next_offset,omitempty"`
 }
 
-// classification is what classify decides about an error.
+// classification is what classify decides about an error. logged asks
+// the caller to log the full error at logLevel, with the request id: the
+// body says less than the error does.
 type classification struct {
-	status int
-	body   errorResponse
-	allow  string
+	status   int
+	body     errorResponse
+	allow    string
+	logLevel slog.Level
+	logged   bool
 }
+
+// The messages of 503 unavailable, one per kind of cause. They are fixed:
+// the cause's own text names server paths, fencing epochs and owners, or
+// SDK request ids, which stay in the server's log.
+const (
+	msgShuttingDown    = "server shutting down: retry"
+	msgPartitionBusy   = "partition busy: retry"
+	msgMetaDown        = "metadata store unavailable: retry"
+	msgCommitUnknown   = "commit outcome unknown: retry"
+	msgPartitionDown   = "partition unavailable: retry"
+	msgInvalidGeneric  = "invalid request"
+	msgTooLargeGeneric = "payload too large"
+)
 
 // classify is the one place that maps errors to API.md's status/code table.
 // It is used for request-level errors (writeError) and for the per-record
 // errors of a produce answer. Unmapped errors are internal: the message
 // names the request id only; the error itself is logged by the caller.
+//
+// Messages never carry what lies below the API: a 503 answers a fixed
+// message per kind (unavailableMessage), a 500 the request id, and a 400 or
+// 413 from the broker its own validation message, unless a lower-level
+// error (a file, a socket) rides along (foreign).
 func classify(err error, requestID string) classification {
 	var (
 		ae  *apiError
 		mbe *http.MaxBytesError
 		oor *broker.OffsetOutOfRangeError
+		dmg *partition.DamagedError
 	)
 	c := func(status int, code, msg string) classification {
 		return classification{status: status, body: errorResponse{Error: errorBody{Code: code, Message: msg}}}
@@ -94,6 +127,12 @@ func classify(err error, requestID string) classification {
 		lso, hw := oor.LogStartOffset, oor.HighWatermark
 		cl.body.LogStartOffset, cl.body.HighWatermark = &lso, &hw
 		return cl
+	case errors.As(err, &dmg):
+		cl := c(http.StatusInternalServerError, codeCorruptRecord, damagedMessage(dmg))
+		next := dmg.Next
+		cl.body.NextOffset = &next
+		cl.logLevel, cl.logged = slog.LevelError, true
+		return cl
 	case errors.Is(err, broker.ErrTopicNotFound):
 		return c(http.StatusNotFound, codeTopicNotFound, err.Error())
 	case errors.Is(err, broker.ErrPartitionNotFound):
@@ -101,32 +140,98 @@ func classify(err error, requestID string) classification {
 	case errors.Is(err, broker.ErrTopicExists):
 		return c(http.StatusConflict, codeTopicExists, err.Error())
 	case errors.Is(err, broker.ErrTooLarge):
-		return c(http.StatusRequestEntityTooLarge, codePayloadTooLarge, err.Error())
+		return validation(c(http.StatusRequestEntityTooLarge, codePayloadTooLarge, err.Error()), err, msgTooLargeGeneric)
 	case errors.Is(err, broker.ErrInvalid):
-		return c(http.StatusBadRequest, codeInvalidRequest, err.Error())
-	case errors.Is(err, broker.ErrUnavailable), errors.Is(err, broker.ErrClosed):
-		// ErrClosed: this instance is shutting down; another (or this one
-		// restarted) will answer, so a retry is safe.
-		return c(http.StatusServiceUnavailable, codeUnavailable, err.Error())
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		// The request ran out of time or the client went away: for a
-		// produce the commit's outcome is unknown, which is exactly what
-		// 503 unavailable means ("safe to retry").
-		return c(http.StatusServiceUnavailable, codeUnavailable, err.Error())
+		return validation(c(http.StatusBadRequest, codeInvalidRequest, err.Error()), err, msgInvalidGeneric)
+	case unavailable(err):
+		// Safe to retry: nothing was acknowledged. The message is fixed
+		// per kind; the cause is logged.
+		cl := c(http.StatusServiceUnavailable, codeUnavailable, unavailableMessage(err))
+		cl.logLevel, cl.logged = slog.LevelWarn, true
+		return cl
 	default:
-		return c(http.StatusInternalServerError, codeInternal, fmt.Sprintf(internalMessagePattern, requestID))
+		cl := c(http.StatusInternalServerError, codeInternal, fmt.Sprintf(internalMessagePattern, requestID))
+		cl.logLevel, cl.logged = slog.LevelError, true
+		return cl
 	}
 }
 
-// writeError answers err through classify, logging internal errors with the
-// request id.
+// unavailable reports whether err is a 503: a busy or unreachable lower
+// layer, whichever package says so, a shutdown (another instance, or this
+// one restarted, will answer), or the request's own deadline or client
+// going away (for a produce the commit's outcome is then unknown).
+func unavailable(err error) bool {
+	for _, target := range []error{
+		broker.ErrUnavailable, broker.ErrClosed,
+		partition.ErrUnavailable, partition.ErrClosed,
+		meta.ErrUnavailable, meta.ErrLeaseHeld, meta.ErrFenced,
+		context.DeadlineExceeded, context.Canceled,
+	} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
+}
+
+// unavailableMessage is the fixed message of a 503, by cause. The order
+// matters: the most specific cause wins (a fenced commit is wrapped in
+// partition and broker ErrUnavailable too).
+func unavailableMessage(err error) string {
+	switch {
+	case errors.Is(err, broker.ErrClosed), errors.Is(err, partition.ErrClosed):
+		return msgShuttingDown
+	case errors.Is(err, meta.ErrLeaseHeld), errors.Is(err, meta.ErrFenced):
+		// Another writer holds the partition or took it over: nothing of
+		// this request was committed.
+		return msgPartitionBusy
+	case errors.Is(err, meta.ErrUnavailable):
+		return msgMetaDown
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return msgCommitUnknown
+	}
+	return msgPartitionDown
+}
+
+// validation keeps a broker validation message unless the error carries a
+// lower-level one (a path, a socket): then the generic message.
+func validation(cl classification, err error, generic string) classification {
+	if foreign(err) {
+		cl.body.Error.Message = generic
+		cl.logLevel, cl.logged = slog.LevelWarn, true
+	}
+	return cl
+}
+
+// foreign reports whether err wraps an error of the operating system or
+// the network, whose text may name server paths or addresses.
+func foreign(err error) bool {
+	var (
+		pe *fs.PathError
+		le *os.LinkError
+		se *os.SyscallError
+		ne *net.OpError
+	)
+	return errors.As(err, &pe) || errors.As(err, &le) || errors.As(err, &se) || errors.As(err, &ne)
+}
+
+// damagedMessage names what is damaged and where to go on, without the
+// check's own text (file names, positions): that is logged.
+func damagedMessage(d *partition.DamagedError) string {
+	return fmt.Sprintf("records %d to %d of topic %s partition %d are damaged on disk and cannot be served; "+
+		"the next readable offset is %d (next_offset)", d.First, d.Next-1, quote(d.Topic), d.Partition, d.Next)
+}
+
+// writeError answers err through classify, logging what the body leaves
+// out (internal errors, the causes of 503s, damage) with the request id.
 func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	id := requestIDFrom(r.Context())
 	cl := classify(err, id)
-	if cl.status == http.StatusInternalServerError {
-		s.log.LogAttrs(r.Context(), slog.LevelError, "internal error",
+	if cl.logged {
+		s.log.LogAttrs(r.Context(), cl.logLevel, "request failed",
 			slog.String("request_id", id), slog.String("method", r.Method),
-			slog.String("path", r.URL.EscapedPath()), slog.String("err", err.Error()))
+			slog.String("path", r.URL.EscapedPath()), slog.Int("status", cl.status),
+			slog.String("code", cl.body.Error.Code), slog.String("err", err.Error()))
 	}
 	h := w.Header()
 	if cl.allow != "" {
@@ -134,6 +239,11 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if cl.status == http.StatusServiceUnavailable {
 		h.Set("Retry-After", retryAfterUnavailable)
+	}
+	if cl.body.Error.Code == codeRequestTimeout || (cl.status == http.StatusRequestEntityTooLarge && r.ContentLength > maxBodyBytes) {
+		// The body was not (or not all) read: the connection cannot
+		// carry another request.
+		h.Set("Connection", "close")
 	}
 	s.writeJSON(w, r, cl.status, &cl.body)
 }
@@ -143,9 +253,10 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 func (s *server) recordError(r *http.Request, err error) *errorBody {
 	id := requestIDFrom(r.Context())
 	cl := classify(err, id)
-	if cl.status == http.StatusInternalServerError {
-		s.log.LogAttrs(r.Context(), slog.LevelError, "internal error in produce result",
+	if cl.logged {
+		s.log.LogAttrs(r.Context(), cl.logLevel, "produce result failed",
 			slog.String("request_id", id), slog.String("path", r.URL.EscapedPath()),
+			slog.Int("status", cl.status), slog.String("code", cl.body.Error.Code),
 			slog.String("err", err.Error()))
 	}
 	return &cl.body.Error

@@ -7,13 +7,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/tierlog/tierlog/pkg/broker"
+	"github.com/tierlog/tierlog/pkg/meta"
+	"github.com/tierlog/tierlog/pkg/partition"
 )
 
 // TestClassify covers every row of API.md's error table, including the
@@ -40,6 +45,11 @@ func TestClassify(t *testing.T) {
 		{broker.ErrClosed, 503, "unavailable"},
 		{wrap(context.DeadlineExceeded), 503, "unavailable"},
 		{context.Canceled, 503, "unavailable"},
+		{wrap(meta.ErrUnavailable), 503, "unavailable"},
+		{wrap(partition.ErrUnavailable), 503, "unavailable"},
+		{wrap(partition.ErrClosed), 503, "unavailable"},
+		{wrap(meta.ErrLeaseHeld), 503, "unavailable"},
+		{wrap(&partition.DamagedError{Topic: "orders", Partition: 3, First: 5, Next: 20, Err: io.ErrUnexpectedEOF}), 500, "corrupt_record"},
 		{errors.New("disk on fire"), 500, "internal"},
 		{fmt.Errorf("read segment: %w", io.ErrUnexpectedEOF), 500, "internal"},
 	}
@@ -64,6 +74,7 @@ func TestClassify(t *testing.T) {
 			} `json:"error"`
 			LogStartOffset *int64 `json:"log_start_offset"`
 			HighWatermark  *int64 `json:"high_watermark"`
+			NextOffset     *int64 `json:"next_offset"`
 		}
 		if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
 			t.Fatalf("%v: body %s: %v", c.err, w.Body, err)
@@ -84,7 +95,22 @@ func TestClassify(t *testing.T) {
 		} else if body.LogStartOffset != nil || body.HighWatermark != nil {
 			t.Errorf("%v: offsets in a non-416 body %s", c.err, w.Body)
 		}
+		if (c.code == "corrupt_record") != (body.NextOffset != nil) {
+			t.Errorf("%v: next_offset %v in %s", c.err, body.NextOffset, w.Body)
+		}
 		switch {
+		case c.code == "corrupt_record":
+			if *body.NextOffset != 20 || !strings.Contains(logs.String(), "req-123") {
+				t.Errorf("corrupt_record body %s, log %q", w.Body, logs.String())
+			}
+		case c.status == 503:
+			// A fixed message; the cause is logged with the request id.
+			if strings.Contains(body.Error.Message, c.err.Error()) {
+				t.Errorf("503 message %q repeats the cause", body.Error.Message)
+			}
+			if l := logs.String(); !strings.Contains(l, "req-123") || !strings.Contains(l, strconv.Quote(c.err.Error())) {
+				t.Errorf("503 log %q", l)
+			}
 		case c.status == 500:
 			// The message names the request id, not the internals; the log
 			// has both.
@@ -207,7 +233,7 @@ func TestProducePartialFailure(t *testing.T) {
 	})
 	want := `{"offsets":[` +
 		`{"partition":0,"offset":41,"timestamp":1764500000000},` +
-		`{"partition":1,"error":{"code":"unavailable","message":"append: broker: unavailable"}},` +
+		`{"partition":1,"error":{"code":"unavailable","message":"partition unavailable: retry"}},` +
 		`{"partition":0,"offset":42,"timestamp":1764500000000},` +
 		`{"partition":2,"error":{"code":"internal","message":"internal error; request id req-9"}}` +
 		`],"failed_record_count":2}`
@@ -223,5 +249,90 @@ func TestProducePartialFailure(t *testing.T) {
 	s.writeProduce(w, r, recs, nil)
 	if w.Code != 500 {
 		t.Errorf("mismatched results: %d", w.Code)
+	}
+}
+
+// TestErrorsHideInternals: what lies below the API (server paths, fencing
+// epochs and owners, SDK request ids, the check that found damage) never
+// reaches a client. 503s answer a fixed message per kind and log the
+// cause with the request id; 400 and 413 keep the API's and the broker's
+// own validation messages but not a lower-level error riding along.
+func TestErrorsHideInternals(t *testing.T) {
+	const secretPath = "/some/dir/file.log"
+	pathErr := &fs.PathError{Op: "open", Path: secretPath, Err: syscall.ENOSPC}
+	fenced := fmt.Errorf("%w: commit: %w: epoch 1 owner \"local\" version 7", partition.ErrUnavailable, meta.ErrFenced)
+	sdk := fmt.Errorf("%w: operation error DynamoDB: UpdateItem, https response error StatusCode: 400, RequestID: ABC123, ThrottlingException", meta.ErrUnavailable)
+	secrets := []string{secretPath, "epoch", "owner", "local", "version 7", "DynamoDB", "ABC123", "Throttling", "no space", "file.log"}
+	cases := []struct {
+		name   string
+		err    error
+		status int
+		msg    string // the whole message, when fixed
+	}{
+		{"fs error", fmt.Errorf("%w: %w", broker.ErrUnavailable, pathErr), 503, msgPartitionDown},
+		{"fenced commit", fmt.Errorf("%w: %w", broker.ErrUnavailable, fenced), 503, msgPartitionBusy},
+		{"lease held", fmt.Errorf("%w: acquire: %w", partition.ErrUnavailable, meta.ErrLeaseHeld), 503, msgPartitionBusy},
+		{"meta journal full", fmt.Errorf("broker: create topic %q: %w: write %s: %w", "t", meta.ErrUnavailable, secretPath, pathErr), 503, msgMetaDown},
+		{"dynamo throttled", fmt.Errorf("broker: commit offsets of group %q: %w", "g", sdk), 503, msgMetaDown},
+		{"deadline in commit", fmt.Errorf("%w: commit %s: %w", broker.ErrUnavailable, secretPath, context.DeadlineExceeded), 503, msgCommitUnknown},
+		{"closing", fmt.Errorf("%w: %s", broker.ErrClosed, secretPath), 503, msgShuttingDown},
+		{"invalid with path", fmt.Errorf("%w: segment_bytes: %w", broker.ErrInvalid, pathErr), 400, msgInvalidGeneric},
+		{"too large with path", fmt.Errorf("%w: record: %w", broker.ErrTooLarge, pathErr), 413, msgTooLargeGeneric},
+		{"damaged", &partition.DamagedError{Topic: "orders", Partition: 2, First: 5, Next: 20,
+			Err: fmt.Errorf("segment %s at position 992: %w", secretPath, io.ErrUnexpectedEOF)}, 500, ""},
+	}
+	for _, c := range cases {
+		var logs bytes.Buffer
+		s := &server{log: slog.New(slog.NewTextHandler(&logs, nil))}
+		r := httptest.NewRequest("POST", "/v1/topics/orders/records", nil)
+		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, "req-77"))
+		w := httptest.NewRecorder()
+		s.writeError(w, r, c.err)
+		if w.Code != c.status {
+			t.Errorf("%s: status %d, want %d", c.name, w.Code, c.status)
+		}
+		var body errorResponse
+		if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
+			t.Fatalf("%s: %s: %v", c.name, w.Body, err)
+		}
+		for _, sec := range secrets {
+			if strings.Contains(w.Body.String(), sec) {
+				t.Errorf("%s: body %s shows %q", c.name, w.Body, sec)
+			}
+		}
+		if c.msg != "" && body.Error.Message != c.msg {
+			t.Errorf("%s: message %q, want %q", c.name, body.Error.Message, c.msg)
+		}
+		if l := logs.String(); !strings.Contains(l, "req-77") || !strings.Contains(l, strconv.Quote(c.err.Error())) {
+			t.Errorf("%s: the log %q lacks the request id or the cause", c.name, l)
+		}
+		// A produce answer's per-record errors say no more.
+		e := s.recordError(r, c.err)
+		for _, sec := range secrets {
+			if strings.Contains(e.Message, sec) {
+				t.Errorf("%s: per-record message %q shows %q", c.name, e.Message, sec)
+			}
+		}
+	}
+}
+
+// TestDamagedAnswer pins the corrupt_record answer: 500, the message names
+// topic, partition and offsets, and next_offset sits beside error.
+func TestDamagedAnswer(t *testing.T) {
+	s := &server{log: slog.New(slog.DiscardHandler)}
+	r := httptest.NewRequest("GET", "/v1/topics/ft/partitions/0/records?offset=7", nil)
+	w := httptest.NewRecorder()
+	err := fmt.Errorf("fetch: %w", &partition.DamagedError{Topic: "ft", Partition: 0, First: 5, Next: 20,
+		Err: errors.New("segment: corrupt: crc 1 want 2 in /data/topics/ft~1/0/0.log")})
+	if !errors.Is(err, partition.ErrCorrupt) {
+		t.Fatal("DamagedError is not ErrCorrupt")
+	}
+	s.writeError(w, r, err)
+	want := `{"error":{"code":"corrupt_record","message":"records 5 to 19 of topic \"ft\" partition 0 are damaged on disk and cannot be served; the next readable offset is 20 (next_offset)"},"next_offset":20}`
+	if w.Code != 500 || strings.TrimSpace(w.Body.String()) != want {
+		t.Errorf("got %d %s\nwant %s", w.Code, w.Body, want)
+	}
+	if w.Header().Get("Retry-After") != "" {
+		t.Error("corrupt_record has Retry-After: a retry cannot help")
 	}
 }

@@ -14,12 +14,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tierlog/tierlog/pkg/api"
-	"github.com/tierlog/tierlog/pkg/broker"
-	"github.com/tierlog/tierlog/pkg/meta/local"
+	"github.com/tierlog/tierlog/pkg/server"
 )
 
-// testServer is the API over a real broker and a real embedded meta store.
+// testServer is the API as the local server serves it: server.Open's
+// handler (the one `tierlog serve` and the Lambda functions run, /metrics
+// included) over a real broker and a real embedded meta store, so what a
+// client sees is what these tests see.
 type testServer struct {
 	*httptest.Server
 	root string // every file of the server lives under it
@@ -29,25 +30,18 @@ type testServer struct {
 func newServer(t *testing.T) *testServer {
 	t.Helper()
 	root := t.TempDir()
-	store, err := local.Open(filepath.Join(root, "meta"))
-	if err != nil {
-		t.Fatalf("local.Open: %v", err)
-	}
-	b, err := broker.New(context.Background(), broker.Config{DataDir: filepath.Join(root, "data"), Meta: store})
-	if err != nil {
-		t.Fatalf("broker.New: %v", err)
-	}
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	srv := httptest.NewServer(api.New(b, api.WithLogger(log)))
+	s, err := server.Open(context.Background(), server.Config{DataDir: root, CompactInterval: -1, Logger: log})
+	if err != nil {
+		t.Fatalf("server.Open: %v", err)
+	}
+	srv := httptest.NewServer(s.Handler())
 	// A redirect is never a documented answer: see it instead of following.
 	srv.Client().CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	t.Cleanup(func() {
 		srv.Close() // waits for in-flight requests
-		if err := b.Close(); err != nil {
-			t.Errorf("broker.Close: %v", err)
-		}
-		if err := store.Close(); err != nil {
-			t.Errorf("store.Close: %v", err)
+		if err := s.Close(); err != nil {
+			t.Errorf("server.Close: %v", err)
 		}
 	})
 	return &testServer{Server: srv, root: root, t: t}

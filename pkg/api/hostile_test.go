@@ -43,6 +43,7 @@ func TestHostileInputs(t *testing.T) {
 	t.Parallel()
 	s := newServer(t)
 	s.createTopic("orders", 3)
+	s.createTopic("victim2", 1)
 	for p := range 3 { // touch every partition: its directory exists before
 		s.ok("POST", fmt.Sprintf("/v1/topics/orders/partitions/%d/records", p), `{"records":[{"key":"k","value":"v"},{"value":"w"}]}`, 200, nil)
 	}
@@ -93,6 +94,32 @@ func TestHostileInputs(t *testing.T) {
 		{"space", "DELETE", "/v1/topics/orders%20", nil, bad, "invalid_request"},
 		{"backslash", "GET", "/v1/topics/..%5Corders", nil, bad, "invalid_request"},
 		{"empty segment", "GET", "/v1/topics//partitions/0/records?offset=0", nil, notFound, "not_found"},
+		// Literal ".", ".." and "//" anywhere (robustness.md 1 and 3.2):
+		// taken literally, never cleaned into another path, never a 3xx.
+		{"delete dotdot", "DELETE", "/v1/topics/..", nil, bad, "invalid_request"},
+		{"delete dot", "DELETE", "/v1/topics/.", nil, bad, "invalid_request"},
+		{"delete partition dotdot", "DELETE", "/v1/topics/victim2/partitions/..", nil, notFound, "not_found"},
+		{"delete partition dot", "DELETE", "/v1/topics/victim2/partitions/.", nil, notFound, "not_found"},
+		{"delete topic dot", "DELETE", "/v1/topics/victim2/.", nil, notFound, "not_found"},
+		{"delete topic dotdot records", "DELETE", "/v1/topics/victim2/records/..", nil, notFound, "not_found"},
+		{"get partition dotdot", "GET", "/v1/topics/victim2/partitions/..", nil, notFound, "not_found"},
+		{"produce via dotdot partition", "POST", "/v1/topics/victim2/partitions/../records", ok, bad, "invalid_request"},
+		{"produce via dot partition", "POST", "/v1/topics/victim2/partitions/./records", ok, bad, "invalid_request"},
+		{"fetch dotdot segment", "GET", "/v1/topics/victim2/partitions/0/records/..?offset=0", nil, notFound, "not_found"},
+		{"dot segment", "GET", "/v1/./topics", nil, notFound, "not_found"},
+		{"dotdot version", "GET", "/v1/../v1/topics", nil, notFound, "not_found"},
+		{"leading dot", "GET", "/./v1/health", nil, notFound, "not_found"},
+		{"health dotdot", "GET", "/v1/health/..", nil, notFound, "not_found"},
+		{"double slash", "GET", "//", nil, notFound, "not_found"},
+		{"double slash prefix", "GET", "//v1/topics", nil, notFound, "not_found"},
+		{"double slash delete", "DELETE", "/v1//topics/victim2", nil, notFound, "not_found"},
+		{"double slash topic", "DELETE", "/v1/topics//victim2", nil, notFound, "not_found"},
+		{"trailing slash", "DELETE", "/v1/topics/victim2/", nil, notFound, "not_found"},
+		{"trailing double slash", "GET", "/v1/topics//", nil, notFound, "not_found"},
+		{"metrics dotdot", "GET", "/metrics/..", nil, notFound, "not_found"},
+		{"metrics double slash", "GET", "//metrics", nil, notFound, "not_found"},
+		{"metrics dot", "GET", "/./metrics", nil, notFound, "not_found"},
+		{"metrics post", "POST", "/metrics", ok, http.StatusMethodNotAllowed, "method_not_allowed"},
 		// Topic names in bodies.
 		{"create dotdot", "POST", "/v1/topics", `{"name":".."}`, bad, "invalid_request"},
 		{"create traversal", "POST", "/v1/topics", `{"name":"../x"}`, bad, "invalid_request"},
@@ -132,6 +159,13 @@ func TestHostileInputs(t *testing.T) {
 		// Encodings.
 		{"bad base64", "POST", recs, `{"encoding":"base64","records":[{"value":"aGVsbG8"},{"value":"!!!"}]}`, bad, "invalid_request"},
 		{"bad base64 key", "POST", recs, `{"records":[{"key":"*","value":"aGk="}],"encoding":"base64"}`, bad, "invalid_request"},
+		{"base64 line feed", "POST", recs, `{"encoding":"base64","records":[{"value":"aG\nk="}]}`, bad, "invalid_request"},
+		{"base64 only CRLF", "POST", recs, `{"encoding":"base64","records":[{"value":"\r\n"}]}`, bad, "invalid_request"},
+		{"base64 trailing CRLF", "POST", fetch, `{"encoding":"base64","records":[{"value":"aGk=\r\n"}]}`, bad, "invalid_request"},
+		{"base64 CR key", "POST", recs, `{"encoding":"base64","records":[{"key":"aG\rk=","value":"aGk="}]}`, bad, "invalid_request"},
+		{"base64 padding bits", "POST", recs, `{"encoding":"base64","records":[{"value":"aGl="}]}`, bad, "invalid_request"},
+		{"base64 space", "POST", recs, `{"encoding":"base64","records":[{"value":"aG k="}]}`, bad, "invalid_request"},
+		{"base64 unpadded", "POST", recs, `{"encoding":"base64","records":[{"value":"aGk"}]}`, bad, "invalid_request"},
 		{"unknown encoding", "POST", recs, `{"encoding":"rot13","records":[{"value":"x"}]}`, bad, "invalid_request"},
 		{"encoding number", "POST", recs, `{"encoding":1,"records":[{"value":"x"}]}`, bad, "invalid_request"},
 		{"fetch unknown encoding", "GET", fetch + "?offset=0&encoding=hex", nil, bad, "invalid_request"},
@@ -211,6 +245,50 @@ func TestHostileInputs(t *testing.T) {
 	}
 	if !slices.Equal(after.dirs, before.dirs) {
 		t.Errorf("directories changed:\n before %v\n after  %v", before.dirs, after.dirs)
+	}
+}
+
+// TestNoRedirectDelete is robustness.md's worst row: Go's default client
+// follows a 307 and keeps the method, so a redirect of
+// DELETE /v1/topics/victim2/partitions/.. to /v1/topics/victim2 deleted
+// the topic. Sent by a client that follows redirects, every such request
+// must be answered where it was sent, and the topic must survive.
+func TestNoRedirectDelete(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	s.createTopic("victim2", 2)
+	s.ok("POST", "/v1/topics/victim2/partitions/0/records", `{"records":[{"value":"keep me"}]}`, 200, nil)
+	follows := &http.Client{} // http.DefaultClient's policy: follow up to 10 redirects
+	for _, path := range []string{
+		"/v1/topics/victim2/partitions/..",
+		"/v1/topics/victim2/partitions/0/..",
+		"/v1/topics/victim2/partitions/./..",
+		"/v1/topics/victim2/records/..",
+		"/v1/topics/victim2/.",
+		"/v1/topics/victim2/",
+		"/v1/topics/x/../victim2",
+		"//v1/topics/victim2",
+		"/v1//topics/victim2",
+		"/v1/topics//victim2",
+	} {
+		req, err := http.NewRequest("DELETE", s.URL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := follows.Do(req)
+		if err != nil {
+			t.Fatalf("DELETE %s: %v", path, err)
+		}
+		res.Body.Close()
+		if res.Request.URL.Path != req.URL.Path || res.StatusCode/100 == 3 || res.StatusCode/100 == 2 {
+			t.Errorf("DELETE %s: %d from %s, want 400 or 404 from the path sent", path, res.StatusCode, res.Request.URL.Path)
+		}
+	}
+	var o offsetsResponse
+	s.ok("GET", "/v1/topics/victim2", nil, 200, nil)
+	s.ok("GET", "/v1/topics/victim2/partitions/0/offsets", nil, 200, &o)
+	if o.HighWatermark != 1 {
+		t.Errorf("victim2/0 high watermark %d, want 1", o.HighWatermark)
 	}
 }
 

@@ -17,8 +17,7 @@ type HTTPHandler func(context.Context, events.APIGatewayV2HTTPRequest) (events.A
 // (WriteMethods for produce, ReadMethods for fetch); everything else is
 // refused by the route filter (routes.go).
 func (f *Function) HTTP(methods ...string) HTTPHandler {
-	filter := &routeFilter{function: f.name, methods: methods, next: f.srv.Handler()}
-	adapter := httpadapter.NewV2(filter)
+	adapter := newAdapter(f.name, methods, f.srv.Handler())
 	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		var resp events.APIGatewayV2HTTPResponse
 		err := f.invoke(ctx, func(ctx context.Context, inv *invocation) error {
@@ -53,6 +52,13 @@ func (f *Function) HTTP(methods ...string) HTTPHandler {
 		})
 		return resp, err
 	}
+}
+
+// newAdapter is what an HTTP function puts between API Gateway's events
+// and the server's handler h: the route filter, then h (which takes paths
+// literally: no ".." or "//" is ever cleaned into a redirect).
+func newAdapter(function string, methods []string, h http.Handler) *httpadapter.HandlerAdapterV2 {
+	return httpadapter.NewV2(&routeFilter{function: function, methods: methods, next: h})
 }
 
 func addCount(s snapshot, name string) snapshot {

@@ -45,6 +45,17 @@ const (
 	BackendAWS   = "aws"
 )
 
+// DefaultBodyReadTimeout is how long the server waits for a request body
+// unless Config.BodyReadTimeout says otherwise (`tierlog serve
+// --body-read-timeout`, env TIERLOG_BODY_READ_TIMEOUT).
+const DefaultBodyReadTimeout = 30 * time.Second
+
+// Timeouts of HTTPServer's connections.
+const (
+	readHeaderTimeout = 10 * time.Second
+	idleTimeout       = 2 * time.Minute
+)
+
 // Config configures a Server. Zero values take the documented defaults.
 type Config struct {
 	Backend string // "local" (default) or "aws"
@@ -76,7 +87,13 @@ type Config struct {
 	CompactGrace time.Duration
 	// CacheBytes budgets the cold-tier cache. Default 256 MiB.
 	CacheBytes int64
-	Logger     *slog.Logger
+	// BodyReadTimeout bounds the reading of one request body: a body
+	// still arriving after it is cut with 408 request_timeout and nothing
+	// is applied. 0 means DefaultBodyReadTimeout; < 0 means no bound.
+	// Only connections served by net/http have read deadlines: behind
+	// API Gateway the body arrives whole and this does nothing.
+	BodyReadTimeout time.Duration
+	Logger          *slog.Logger
 	// ReadOnly serves reads only and never writes the hot tier (the fetch
 	// function).
 	ReadOnly bool
@@ -120,6 +137,9 @@ func (c *Config) applyDefaults() error {
 	}
 	if c.CacheBytes <= 0 {
 		c.CacheBytes = 256 << 20
+	}
+	if c.BodyReadTimeout == 0 {
+		c.BodyReadTimeout = DefaultBodyReadTimeout
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -231,15 +251,32 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.Broker = b
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", s.metricsHandler())
-	mux.Handle("/", api.New(b, api.WithLogger(cfg.Logger)))
-	s.handler = mux
+	// One handler for everything, /metrics included: a ServeMux in front
+	// of the API would clean "..", "." and "//" out of paths and answer
+	// 307 redirects that keep the method (a DELETE of
+	// /v1/topics/x/partitions/.. would become a DELETE of the topic).
+	s.handler = api.New(b, api.WithLogger(cfg.Logger),
+		api.WithBodyReadTimeout(max(cfg.BodyReadTimeout, 0)),
+		api.WithRoute(http.MethodGet, "/metrics", s.metricsHandler()))
 	return s, nil
 }
 
 // Handler serves the API and GET /metrics.
 func (s *Server) Handler() http.Handler { return s.handler }
+
+// HTTPServer is the http.Server `tierlog serve` runs: Handler, with
+// bounds on slow headers and idle connections. Bodies are bounded per
+// request by Config.BodyReadTimeout (in the handler, so a long poll or a
+// produce waiting its turn is not cut by a connection-wide ReadTimeout).
+// The caller sets nothing else but may change any field before serving.
+func (s *Server) HTTPServer() *http.Server {
+	return &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn),
+	}
+}
 
 // Kick asks the compactor loop for a pass soon (a segment rolled).
 func (s *Server) Kick() {

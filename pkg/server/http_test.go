@@ -1,0 +1,239 @@
+package server_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tierlog/tierlog/pkg/broker"
+	"github.com/tierlog/tierlog/pkg/server"
+)
+
+// listening is a local server on a real listener on 127.0.0.1, served by
+// the same http.Server `tierlog serve` runs.
+type listening struct {
+	*server.Server
+	addr string
+}
+
+// listen opens a local-backend server with cfg (DataDir and the logger
+// filled in) and serves it until the test ends.
+func listen(t *testing.T, cfg server.Config) *listening {
+	t.Helper()
+	cfg.DataDir = t.TempDir()
+	cfg.CompactInterval = -1
+	cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	s, err := server.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := s.HTTPServer()
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	t.Cleanup(func() {
+		if err := hs.Close(); err != nil {
+			t.Errorf("http close: %v", err)
+		}
+		if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("serve: %v", err)
+		}
+		if err := s.Close(); err != nil {
+			t.Errorf("server close: %v", err)
+		}
+	})
+	return &listening{Server: s, addr: ln.Addr().String()}
+}
+
+// raw sends req (a whole HTTP/1.1 request head, and maybe part of a body)
+// on a fresh connection and returns the connection and a reader of it.
+// The connection has a deadline far beyond anything the server waits for,
+// so a server that never answers fails the test instead of hanging it.
+func (l *listening) raw(t *testing.T, req string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	c, err := net.Dial("tcp", l.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.SetDeadline(time.Now().Add(20 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(c, req); err != nil {
+		t.Fatal(err)
+	}
+	return c, bufio.NewReader(c)
+}
+
+// errorCode reads an API error answer's code.
+func errorCode(t *testing.T, res *http.Response) string {
+	t.Helper()
+	defer res.Body.Close()
+	var body struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	data, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatalf("read answer: %v", err)
+	}
+	if err := json.Unmarshal(data, &body); err != nil {
+		t.Fatalf("answer %q: %v", data, err)
+	}
+	t.Logf("%d %s: %s", res.StatusCode, body.Error.Code, body.Error.Message)
+	return body.Error.Code
+}
+
+// untilClosed reads the connection to its end: the server closed it.
+func untilClosed(t *testing.T, r *bufio.Reader) {
+	t.Helper()
+	if _, err := io.Copy(io.Discard, r); err != nil {
+		t.Fatalf("the server did not close the connection: %v", err)
+	}
+}
+
+func highWatermark(t *testing.T, s *server.Server, topic string) int64 {
+	t.Helper()
+	o, err := s.Broker.Offsets(context.Background(), topic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o.HighWatermark
+}
+
+// TestSlowBodyIsCut is robustness.md 3.4: a body trickled in (here: part of
+// it, then nothing) is cut at the body read timeout with 408, the
+// connection is closed, and nothing of it is appended.
+func TestSlowBodyIsCut(t *testing.T) {
+	t.Parallel()
+	l := listen(t, server.Config{BodyReadTimeout: 300 * time.Millisecond})
+	if _, err := l.Broker.CreateTopic(context.Background(), broker.TopicSpec{Name: "slow"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/v1/topics/slow/partitions/0/records", "/v1/topics/slow/records", "/v1/topics"} {
+		head := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n", path)
+		_, r := l.raw(t, head+`{"records":[{"value":"never finished"}`)
+		res, err := http.ReadResponse(r, nil)
+		if err != nil {
+			t.Fatalf("%s: no answer: %v", path, err)
+		}
+		if res.StatusCode != http.StatusRequestTimeout || errorCode(t, res) != "request_timeout" {
+			t.Errorf("%s: status %d, want 408 request_timeout", path, res.StatusCode)
+		}
+		untilClosed(t, r)
+	}
+	if hw := highWatermark(t, l.Server, "slow"); hw != 0 {
+		t.Errorf("high watermark %d after cut bodies, want 0", hw)
+	}
+
+	// A body that arrives in time is served, and the connection stays
+	// usable: the deadline was for that body only.
+	body := `{"records":[{"value":"in time"}]}`
+	req := fmt.Sprintf("POST /v1/topics/slow/partitions/0/records HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	c, r := l.raw(t, req)
+	for i := range 2 {
+		res, err := http.ReadResponse(r, nil)
+		if err != nil {
+			t.Fatalf("answer %d: %v", i, err)
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("answer %d: status %d", i, res.StatusCode)
+		}
+		if i == 0 {
+			if _, err := io.WriteString(c, "GET /v1/health HTTP/1.1\r\nHost: test\r\n\r\n"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if hw := highWatermark(t, l.Server, "slow"); hw != 1 {
+		t.Errorf("high watermark %d, want 1", hw)
+	}
+}
+
+// TestExpectContinueTooLarge: a body announced larger than 5 MiB with
+// "Expect: 100-continue" is refused with 413 before a byte of it is
+// asked for: no "100 Continue".
+func TestExpectContinueTooLarge(t *testing.T) {
+	t.Parallel()
+	l := listen(t, server.Config{})
+	if _, err := l.Broker.CreateTopic(context.Background(), broker.TopicSpec{Name: "big"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/v1/topics/big/records", "/v1/topics/big/partitions/0/records", "/v1/topics", "/v1/groups/g/offsets"} {
+		method := "POST"
+		if strings.HasPrefix(path, "/v1/groups") {
+			method = "PUT"
+		}
+		_, r := l.raw(t, method+" "+path+" HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n"+
+			"Content-Length: 10737418240\r\nExpect: 100-continue\r\n\r\n")
+		res, err := http.ReadResponse(r, nil)
+		if err != nil {
+			t.Fatalf("%s: no answer: %v", path, err)
+		}
+		if res.StatusCode != http.StatusRequestEntityTooLarge || errorCode(t, res) != "payload_too_large" {
+			t.Errorf("%s %s: status %d, want 413 payload_too_large", method, path, res.StatusCode)
+		}
+		untilClosed(t, r)
+	}
+	if hw := highWatermark(t, l.Server, "big"); hw != 0 {
+		t.Errorf("high watermark %d, want 0", hw)
+	}
+}
+
+// TestLongTopicNameEndToEnd is robustness.md 3.3: a topic name of the
+// longest length the name rule allows (249) works on every route.
+func TestLongTopicNameEndToEnd(t *testing.T) {
+	t.Parallel()
+	l := listen(t, server.Config{})
+	name := strings.Repeat("n", 249)
+	base := "http://" + l.addr
+	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	do := func(method, path, body string, want int) string {
+		t.Helper()
+		var rd io.Reader
+		if body != "" {
+			rd = strings.NewReader(body)
+		}
+		req, err := http.NewRequest(method, base+path, rd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		data, _ := io.ReadAll(res.Body)
+		if res.StatusCode != want {
+			t.Fatalf("%s %.60s...: status %d, want %d; body %.300s", method, path, res.StatusCode, want, data)
+		}
+		return string(data)
+	}
+	do("POST", "/v1/topics", `{"name":"`+name+`","partitions":2}`, http.StatusCreated)
+	do("POST", "/v1/topics/"+name+"/partitions/1/records", `{"records":[{"key":"k","value":"long"}]}`, http.StatusOK)
+	if got := do("POST", "/v1/topics/"+name+"/records", `{"records":[{"value":"a","partition":0}]}`, http.StatusOK); strings.Contains(got, `"error"`) {
+		t.Errorf("produce: %s", got)
+	}
+	if got := do("GET", "/v1/topics/"+name+"/partitions/1/records?offset=0", "", http.StatusOK); !strings.Contains(got, `"value":"long"`) {
+		t.Errorf("fetch: %s", got)
+	}
+	do("GET", "/v1/topics/"+name+"/partitions/0/records?offset=0", "", http.StatusOK)
+	do("DELETE", "/v1/topics/"+name, "", http.StatusNoContent)
+	do("GET", "/v1/topics/"+name, "", http.StatusNotFound)
+}
