@@ -125,17 +125,17 @@ type rec struct {
 // World is one simulated deployment: one partition, its writers, readers,
 // the NFS server, the metadata store, one scheduler and one clock.
 type World struct {
-	cfg  Config
-	s    *Sched
-	srv  *Server
-	net  *MetaNet
+	cfg   Config
+	s     *Sched
+	srv   *Server
+	net   *MetaNet
 	key   meta.PartitionKey
 	root  string
 	dir   string
 	objs  *objmem.Store
 	topic meta.TopicConfig
-	segB int64
-	idxB int
+	segB  int64
+	idxB  int
 
 	// Model.
 	acked     map[int64]rec    // offset -> acknowledged record
