@@ -1,7 +1,9 @@
 // Package meta is the metadata port: topics, partition state with its offset
 // lease, and consumer-group offsets. It is the only mutable metadata tierlog
 // has. Two adapters implement Store: package meta/local (an embedded journal
-// under the data dir) and, later, a DynamoDB adapter.
+// under the data dir) and package meta/dynamo (DynamoDB); package meta/mem is
+// the in-memory reference the conformance suite (meta/metatest) checks both
+// against.
 //
 // Every mutation is a single-item conditional write, so each adapter can be
 // built on DynamoDB's UpdateItem/PutItem with a ConditionExpression and
@@ -237,7 +239,8 @@ type Store interface {
 	// the epoch and the version and clears the owner, so no holder's Commit
 	// matches again, and Acquire answers ErrNotFound from then on. A missing
 	// item is created Deleted (a writer that has the topic cached must not
-	// create it afresh). Idempotent.
+	// create it afresh). Repeating it is harmless (each call bumps again).
+	// The compactor's advances still apply to a Deleted item.
 	FencePartition(ctx context.Context, k PartitionKey) error
 	// DeletePartition removes a partition item (topic deletion). It is
 	// unconditional, and deleting a missing item is not an error.
