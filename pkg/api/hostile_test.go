@@ -298,3 +298,22 @@ func truncate(s string, n int) string {
 	}
 	return s
 }
+
+// TestRecreatedTopicHasNoOffsets is robustness.md's last row of section 1:
+// a group's offsets go with the topic (Kafka), so a topic created again
+// under the same name starts with none, and the old offset does not apply
+// to the new incarnation.
+func TestRecreatedTopicHasNoOffsets(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	s.createTopic("again", 1)
+	s.ok("POST", "/v1/topics/again/partitions/0/records", `{"records":[{"value":"a"},{"value":"b"},{"value":"c"}]}`, 200, nil)
+	s.ok("PUT", "/v1/groups/g/offsets", `{"offsets":[{"topic":"again","partition":0,"offset":3}]}`, 204, nil)
+	s.ok("DELETE", "/v1/topics/again", nil, 204, nil)
+	s.createTopic("again", 1)
+	var got groupOffsets
+	s.ok("GET", "/v1/groups/g/offsets?topic=again", nil, 200, &got)
+	if len(got.Offsets) != 0 {
+		t.Errorf("offsets of the re-created topic: %+v, want none", got.Offsets)
+	}
+}
