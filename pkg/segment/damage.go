@@ -31,15 +31,22 @@ func (e *DamageError) Error() string {
 // Unwrap returns Err, so errors.Is sees ErrCorrupt or ErrTruncated.
 func (e *DamageError) Unwrap() error { return e.Err }
 
-// Bounds on the work of one resync. A segment is at most a few tens of MiB;
-// the byte-wise search reads it once, and each candidate it follows costs at
-// most a scan to the next checked boundary. Genuine data needs one
-// candidate per damaged stretch; the bound is for bytes crafted to look like
-// records (a value holding encoded records), which could otherwise make the
-// search quadratic.
+// Bounds on the work of one resync, which reads at most resyncWorkFactor
+// times the bytes between the damage and the next checked boundary, plus
+// resyncWorkSlack. Genuine data costs about one read of that stretch: the
+// search reads it once, and each candidate it follows is a genuine record
+// whose chain runs to the boundary or breaks at the next damage, where the
+// search goes on. The bound is for bytes crafted to look like records (a
+// value holding encoded records), which could otherwise make the search
+// quadratic; past it the search gives up and the stretch counts as damaged.
+// Index entries past the damage are tried up to maxResyncEntries.
 const (
-	maxResyncEntries    = 64 // index entries past the damage tried
-	maxResyncCandidates = 32 // positions followed with a chain check
+	resyncWorkFactor = 8
+	resyncWorkSlack  = 8 * scanChunk
+	maxResyncEntries = 64
+	// chainChunk is the first read of a chain check: most candidates that
+	// fail, fail within it.
+	chainChunk = 4 << 10
 )
 
 // damage turns scan's report into a *DamageError, finding where reading can
@@ -102,7 +109,7 @@ func (r *Reader) resync(pos, want int64) (int64, int64, error) {
 // recordAt reports whether the record at pos decodes below the limit, passes
 // its CRC and carries offset off.
 func (r *Reader) recordAt(pos, off int64) (bool, error) {
-	_, _, err := scan(r.ra, pos, r.limit, off, stopAtFirst)
+	_, _, err := scanChunked(r.ra, pos, r.limit, off, chainChunk, stopAtFirst)
 	var d *damageAt
 	if errors.As(err, &d) {
 		return false, nil
@@ -138,7 +145,7 @@ func (r *Reader) search(dpos, want, bound, boundOff int64) (int64, int64, error)
 	// A chain already followed to damage: its record boundaries would fail
 	// the same way, so they are stepped over, not followed again.
 	skipNext, skipEnd := int64(-1), int64(-1)
-	candidates := 0
+	budget := resyncWorkFactor*(bound-dpos) + resyncWorkSlack // bytes read beyond the window
 	for p := dpos + RecordHeaderSize; p+RecordHeaderSize <= bound; p++ {
 		if p+RecordHeaderSize > bufPos+int64(len(buf)) {
 			if ok, err := fill(p); !ok {
@@ -162,6 +169,9 @@ func (r *Reader) search(dpos, want, bound, boundOff int64) (int64, int64, error)
 		}
 		if h.Len() > len(b) && bufPos != p && h.Len() <= len(*pooled) {
 			// Bring the whole record into the window to check its CRC.
+			if budget -= int64(h.Len()); budget < 0 {
+				return 0, -1, nil
+			}
 			if ok, err := fill(p); !ok {
 				return 0, -1, err
 			}
@@ -170,16 +180,17 @@ func (r *Reader) search(dpos, want, bound, boundOff int64) (int64, int64, error)
 		if h.Len() <= len(b) && !crcOK(b, h) {
 			continue
 		}
-		if candidates == maxResyncCandidates {
-			return 0, -1, nil
-		}
-		candidates++
 		ok, failedAt, err := r.chain(p, h.Offset, bound, boundOff)
 		if err != nil {
 			return 0, 0, err
 		}
 		if ok {
 			return p, h.Offset, nil
+		}
+		// What the chain check read: its first read, and at most twice
+		// what it walked (its reads double).
+		if budget -= chainChunk + 2*(failedAt-p); budget < 0 {
+			return 0, -1, nil
 		}
 		if p >= skipEnd {
 			// Every boundary on this chain, followed from there, is the
@@ -196,7 +207,7 @@ func (r *Reader) search(dpos, want, bound, boundOff int64) (int64, int64, error)
 // limit, dense records up to its end are enough. Otherwise it returns the
 // position where the chain broke.
 func (r *Reader) chain(p, off, bound, boundOff int64) (bool, int64, error) {
-	end, next, err := scan(r.ra, p, bound, off, acceptAll)
+	end, next, err := scanChunked(r.ra, p, bound, off, chainChunk, acceptAll)
 	if err == nil {
 		return boundOff < 0 || next == boundOff, end, nil
 	}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sort"
 	"testing"
+
+	"github.com/tierlog/tierlog/pkg/index"
 )
 
 // fuzzSeeds are the committed seed corpora under testdata/fuzz, by target
@@ -29,7 +31,26 @@ func fuzzSeeds(t testing.TB) map[string]map[string][]byte {
 	many := encodeAll(t, recs)
 	older := recs[11]
 	older.Offset, older.Timestamp = testID.Base+12, recs[11].Timestamp-1
+	fz := fuzzDamageSegment(t)
+	damage := func(at int64, cut int64, indexed bool, mask ...byte) []byte {
+		return encodeDamage(fuzzDamage{at: uint16(at), cut: uint16(cut), indexed: indexed, mask: mask})
+	}
+	k := int64(len(fz.pos) / 2)
 	return map[string]map[string][]byte{
+		"FuzzReadDamaged": {
+			"empty":                 nil,
+			"untouched":             damage(0, 0, true),
+			"value-byte":            damage(fz.pos[k+1]-1, 0, true, 0x01),
+			"value-byte-plain":      damage(fz.pos[k+1]-1, 0, false, 0x01),
+			"size-byte":             damage(fz.pos[k]+8, 0, true, 0x01),
+			"offset-byte":           damage(fz.pos[k], 0, false, 0x04),
+			"header-magic":          damage(0, 0, true, 0x01),
+			"cut-mid-record":        damage(0, fz.pos[k]+9, true),
+			"zeroed-stretch":        damage(fz.pos[k]+3, 0, true, bytes.Repeat([]byte{0xff}, 700)...),
+			"scattered":             damage(fz.pos[3], 0, false, append(append([]byte{0x10}, make([]byte, 900)...), 0x20)...),
+			"stretch-and-cut":       damage(fz.pos[5]+20, fz.pos[k], true, 0x80, 0x80, 0x80),
+			"first-record-size-max": damage(FileHeaderSize+11, 0, false, 0x80),
+		},
 		"FuzzDecodeRecord": {
 			"empty":              nil,
 			"max-length-header":  maxHeader,
@@ -200,5 +221,191 @@ func FuzzRecover(f *testing.F) {
 			t.Fatalf("after one more append: %d records, want %d", len(all), len(recs)+1)
 		}
 		checkIndexes(t, dir, testID, all, opts.IndexIntervalBytes)
+	})
+}
+
+// fuzzSegment is the segment FuzzReadDamaged damages.
+type fuzzSegment struct {
+	recs  []Record
+	pos   []int64
+	log   []byte
+	offs  index.Offsets
+	times index.Times
+}
+
+func fuzzDamageSegment(t testing.TB) *fuzzSegment {
+	t.Helper()
+	dir := t.TempDir()
+	s := &fuzzSegment{recs: genRecords(testID.Base, 60, 1000)}
+	s.pos = positions(s.recs)
+	writeSegment(t, dir, testID, Options{IndexIntervalBytes: 300}, split(s.recs, 25)...)
+	f := readFiles(t, dir, testID)
+	s.log = f.log
+	s.offs, _ = index.ParseOffsets(f.idx)
+	s.times, _ = index.ParseTimes(f.tidx)
+	return s
+}
+
+// fuzzDamage is what one FuzzReadDamaged input does to the segment: XOR mask
+// into the .log at byte at (modulo its length), then cut it at cut (modulo
+// its length plus one; 0 leaves it whole), read with or without the index.
+//
+//	| at 2 | cut 2 | flags 1 (bit 0: indexed) | mask ... |
+type fuzzDamage struct {
+	at, cut uint16
+	indexed bool
+	mask    []byte
+}
+
+func encodeDamage(d fuzzDamage) []byte {
+	b := binary.LittleEndian.AppendUint16(nil, d.at)
+	b = binary.LittleEndian.AppendUint16(b, d.cut)
+	flags := byte(0)
+	if d.indexed {
+		flags = 1
+	}
+	return append(append(b, flags), d.mask...)
+}
+
+func decodeDamage(b []byte) fuzzDamage {
+	var d fuzzDamage
+	if len(b) < 5 {
+		return d
+	}
+	d.at, d.cut = binary.LittleEndian.Uint16(b), binary.LittleEndian.Uint16(b[2:])
+	d.indexed = b[4]&1 != 0
+	d.mask = b[5:]
+	return d
+}
+
+// FuzzReadDamaged damages a valid segment and reads it back with the
+// committed length known. Whatever the damage, the reader never panics,
+// returns only records that decode with a good CRC from the damaged bytes,
+// returns them dense from where the Read asked, never returns different
+// data for an offset whose record is untouched, and lets every untouched
+// record outside the damaged span be read by some Read (following
+// DamageError.Next). Verify fails exactly when a byte changed, and
+// OffsetForTime is right or an error.
+func FuzzReadDamaged(f *testing.F) {
+	s := fuzzDamageSegment(f)
+	limit := int64(len(s.log))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		d := decodeDamage(in)
+		log := bytes.Clone(s.log)
+		at := int(d.at) % len(log)
+		for i, m := range d.mask[:min(len(d.mask), len(log)-at)] {
+			log[at+i] ^= m
+		}
+		if c := int(d.cut) % (len(log) + 1); c > 0 {
+			log = log[:c]
+		}
+		// The damaged span: from the first changed byte to the last, or to
+		// the end of a cut file.
+		lo, hi := len(s.log), 0
+		for i := range log {
+			if log[i] != s.log[i] {
+				lo, hi = min(lo, i), i+1
+			}
+		}
+		if len(log) < len(s.log) {
+			lo, hi = min(lo, len(log)), len(s.log)
+		}
+		touched := func(i int) bool { return s.pos[i] < int64(hi) && s.pos[i+1] > int64(lo) }
+
+		var offs index.Offsets
+		var times index.Times
+		if d.indexed {
+			offs, times = s.offs, s.times
+		}
+		r := NewReader(bytes.NewReader(log), testID, limit, offs, times)
+		hdr := r.CheckHeader()
+		var foreign bool
+		if v, err := r.header(); err == nil {
+			foreign = v.foreign
+		}
+		check := func(what string, from int64, got []Record) {
+			for i, rec := range got {
+				if want := max(from, testID.Base) + int64(i); rec.Offset != want {
+					t.Fatalf("%s: record %d has offset %d, want %d", what, i, rec.Offset, want)
+				}
+				j := int(rec.Offset - testID.Base)
+				if j < 0 || j >= len(s.recs) {
+					t.Fatalf("%s: offset %d outside the segment", what, rec.Offset)
+				}
+				if !touched(j) {
+					if !sameRecord(rec, s.recs[j]) {
+						t.Fatalf("%s: untouched record %d read as %s", what, j, fmtRecord(rec))
+					}
+					continue
+				}
+				// A touched record may only come back as bytes that are
+				// in the file and pass their CRC.
+				enc, err := AppendRecord(nil, &rec)
+				if err != nil || !bytes.Contains(log, enc) {
+					t.Fatalf("%s: record %s is not in the damaged file", what, fmtRecord(rec))
+				}
+			}
+		}
+		readable := map[int64]bool{}
+		for from := testID.Base - 1; from <= testID.Base+int64(len(s.recs))+1; from++ {
+			for _, l := range []struct{ n, bytes int }{{1 << 20, 1 << 30}, {3, 500}} {
+				got, err := r.Read(from, l.n, l.bytes)
+				what := fmt.Sprintf("Read(%d, %d, %d)", from, l.n, l.bytes)
+				check(what, from, got)
+				var de *DamageError
+				switch {
+				case foreign:
+					if err == nil || len(got) > 0 {
+						t.Fatalf("%s of a foreign file: %d records, %v", what, len(got), err)
+					}
+				case errors.As(err, &de):
+					if len(got) > 0 || de.First > max(from, testID.Base) || (de.Next >= 0 && de.Next <= from) || de.ID != testID ||
+						errors.Is(err, ErrCorrupt) == errors.Is(err, ErrTruncated) {
+						t.Fatalf("%s = %d records, %+v", what, len(got), de)
+					}
+				case err != nil:
+					t.Fatalf("%s: %v", what, err)
+				}
+				for _, rec := range got {
+					readable[rec.Offset] = true
+				}
+			}
+		}
+		if !foreign {
+			for i := range s.recs {
+				if !touched(i) && (s.pos[i+1] <= int64(lo) || s.pos[i] >= int64(hi)) && !readable[s.recs[i].Offset] {
+					t.Fatalf("untouched record %d outside the damage [%d, %d) is not readable", i, lo, hi)
+				}
+			}
+		}
+
+		changed := !bytes.Equal(log, s.log)
+		next, _, err := r.Verify()
+		if changed != (err != nil) || (err != nil && !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrTruncated)) {
+			t.Fatalf("Verify = %d, %v (header %v) after changing bytes [%d, %d)", next, err, hdr, lo, hi)
+		}
+		if _, err := Summarize(bytes.NewReader(log), testID, limit, 300); changed != (err != nil) {
+			t.Fatalf("Summarize: %v after changing bytes [%d, %d)", err, lo, hi)
+		}
+
+		for _, ts := range []int64{999, 1000, 1055, 1100, 1101, 1190, 1200} {
+			want := -1
+			for j := range s.recs {
+				if s.recs[j].Timestamp >= ts {
+					want = j
+					break
+				}
+			}
+			off, _, ok, err := r.OffsetForTime(ts)
+			if err != nil {
+				if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrTruncated) {
+					t.Fatalf("OffsetForTime(%d): %v", ts, err)
+				}
+				continue
+			}
+			if ok != (want >= 0) || (ok && off != s.recs[want].Offset) {
+				t.Fatalf("OffsetForTime(%d) = %d, %v; want record %d", ts, off, ok, want)
+			}
+		}
 	})
 }

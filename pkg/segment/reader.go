@@ -48,6 +48,12 @@ func (d *damageAt) Unwrap() error { return d.err }
 // scan cleanly; any other error of fn is returned as it is. fn must not keep
 // the *Record: it is reused for the next record.
 func scan(ra io.ReaderAt, pos, limit, want int64, fn func(r *Record, pos int64) error) (int64, int64, error) {
+	return scanChunked(ra, pos, limit, want, scanChunk, fn)
+}
+
+// scanChunked is scan with a first read of chunk bytes (at most scanChunk),
+// doubling with each read after it: for scans that may stop early.
+func scanChunked(ra io.ReaderAt, pos, limit, want int64, chunk int, fn func(r *Record, pos int64) error) (int64, int64, error) {
 	var buf []byte
 	var pooled *[]byte // returned to scanBufs when the scan ends
 	defer func() {
@@ -60,7 +66,8 @@ func scan(ra io.ReaderAt, pos, limit, want int64, fn func(r *Record, pos int64) 
 		if int64(need) > limit-pos {
 			return &damageAt{pos: pos, want: want, err: fmt.Errorf("%w: record at position %d needs %d bytes, %d left below %d", ErrTruncated, pos, need, limit-pos, limit)}
 		}
-		n := int(min(int64(max(need, scanChunk)), limit-pos))
+		n := int(min(int64(max(need, chunk)), limit-pos))
+		chunk = min(2*chunk, scanChunk)
 		if cap(buf) < n {
 			if n <= scanChunk && pooled == nil {
 				pooled = scanBufs.Get().(*[]byte)
