@@ -103,7 +103,9 @@ func jsonError(err error, where string) error {
 		at = " in " + where
 	}
 	switch {
-	case isBodyError(err):
+	case isBodyError(err), foreign(err):
+		// Reading failed (a timeout, a reset): say so without the
+		// socket's text.
 		return bodyError(err)
 	case errors.As(err, &se):
 		return badRequest("malformed JSON%s at byte %d: %v", at, se.Offset, se)

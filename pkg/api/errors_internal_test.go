@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -334,5 +335,27 @@ func TestDamagedAnswer(t *testing.T) {
 	}
 	if w.Header().Get("Retry-After") != "" {
 		t.Error("corrupt_record has Retry-After: a retry cannot help")
+	}
+}
+
+// TestBodyReadErrorsHideAddresses: a body that fails to arrive (a reset,
+// a cut connection) is a 400 that does not repeat the socket's text.
+func TestBodyReadErrorsHideAddresses(t *testing.T) {
+	reset := &net.OpError{Op: "read", Net: "tcp", Addr: &net.TCPAddr{IP: net.IPv4(10, 1, 2, 3), Port: 8080}, Err: syscall.ECONNRESET}
+	for _, read := range []func(w http.ResponseWriter, r *http.Request) error{
+		func(w http.ResponseWriter, r *http.Request) error { return readJSON(w, r, new(createTopicRequest)) },
+		func(w http.ResponseWriter, r *http.Request) error { _, err := readProduce(w, r, true); return err },
+		func(w http.ResponseWriter, r *http.Request) error {
+			_, release, err := readPooledBody(w, r)
+			release()
+			return err
+		},
+	} {
+		r := httptest.NewRequest("POST", "/v1/topics", io.MultiReader(strings.NewReader(`{"records":[`), errReader{reset}))
+		err := read(httptest.NewRecorder(), r)
+		cl := classify(err, "req")
+		if cl.status != 400 || strings.Contains(cl.body.Error.Message, "10.1.2.3") || strings.Contains(cl.body.Error.Message, "reset") {
+			t.Errorf("%v: %d %q", err, cl.status, cl.body.Error.Message)
+		}
 	}
 }
