@@ -48,24 +48,106 @@
 //
 // # Durability
 //
-// Writer.Append writes a whole batch with one positioned write (pwrite, never
-// O_APPEND, which is not atomic across NFS clients) and Writer.Sync fsyncs the
-// .log file. The index files are written with the same positioned writes but
-// are hints: they are fsynced only when a segment is sealed, entries that point
-// at or past the committed length are ignored, and a short index is completed
-// by scanning the log. So a batch costs one write and one fsync.
+// Create writes the .log header and fsyncs the .log and the directory
+// before it returns, so a commit may name a new segment at once and a
+// segment a commit names always has a durable header (a roll costs these two
+// fsyncs). Writer.Append writes a whole batch with one positioned write
+// (pwrite, never O_APPEND, which is not atomic across NFS clients) and
+// Writer.Sync fsyncs the .log file. The index files are written with the
+// same positioned writes but are hints: they are fsynced only when a segment
+// is sealed, entries that point at or past the committed length are
+// ignored, and a short index is completed by scanning the log. So a batch
+// costs one write and one fsync.
 //
 // # Recovery
 //
-// Recover checks the records from the last usable index entry up to the
+// Recover checks the file header (magic, version, CRC, base offset and
+// epoch) and the records from the last usable index entry up to the
 // committed length the caller hands in (what a crash could have touched),
 // completes the indexes, and truncates the three files to it: bytes past it
-// belong to an aborted attempt. A record there that fails its CRC is
-// corruption (ErrCorrupt), not a torn tail, and nothing is truncated. Older
-// committed bytes are checked by every read (CRC per record) and in full by
-// Reader.Verify and the compactor before a segment is tiered. With an unknown committed length
-// (-1) Recover keeps the longest valid prefix and truncates the torn tail.
-// A closed segment is never written again.
+// belong to an aborted attempt. When the committed bytes are not whole it
+// changes nothing and fails, and the caller seals the segment at its
+// committed length and writes on in a new one (DESIGN.md 4b):
+//
+//   - a file shorter than the committed length (a lost writeback, an fsync
+//     that lied) is ErrTruncated, not ErrCorrupt, with a *DamageError
+//     naming the first offset not wholly in the file;
+//   - damaged bytes below the committed length (a record that fails its
+//     CRC, a broken offset sequence, a record running past the committed
+//     length) and a damaged or foreign file header are ErrCorrupt, with a
+//     *DamageError for damaged records.
+//
+// Older committed bytes are checked by every read (CRC per record) and in
+// full by Reader.Verify and by Summarize, which the compactor runs before a
+// segment is tiered. With an unknown committed length (-1) Recover keeps the
+// longest valid prefix and truncates the torn tail. A closed segment is
+// never written again.
+//
+// # Damage
+//
+// Disks and EFS can hand back damaged bytes. A record that fails a check is
+// never served, and damage never makes intact records unreadable. A Reader
+// knows the committed length (its limit), and every record says how long it
+// is, so reading goes around damage:
+//
+//   - Read from before the damage returns the good records up to it and a
+//     nil error, like a short read.
+//   - Read from the first damaged offset, or from any offset before the
+//     next good record, returns a *DamageError: First is the first damaged
+//     offset, Pos the byte where the damage starts, Next the first offset
+//     readable again (-1 if none is, below the limit), and Err wraps
+//     ErrCorrupt or ErrTruncated, so errors.Is still works. A file shorter
+//     than the limit is damage at its end: First is the first offset not
+//     wholly there, Next is -1, Err wraps ErrTruncated. A record running
+//     past the limit with good records after it is ErrCorrupt (a damaged
+//     size); with none after it, ErrTruncated (a torn tail or a limit
+//     inside a record: the bytes cannot tell).
+//   - Read from Next on returns the records there.
+//
+// Resync: finding Next. The CRC does not cover a record's offset and size,
+// so a record boundary is trusted only when it is checked. The first index
+// entry past the damage whose record decodes, passes its CRC and carries
+// the entry's offset is a checked boundary. Between the damage and that
+// boundary (or the limit, when no entry helps) the reader tries every byte
+// position for a record whose offset is above First and no higher than the
+// records that fit in between allow, that passes its CRC, and after which
+// the records are dense up to the checked boundary (arriving with its
+// offset) or to the limit (or to the end of a file shorter than the limit).
+// The first such position gives Next; failing that, the checked boundary
+// does. The chain rule keeps records hidden inside a value (a producer may
+// send bytes that encode records) from passing for the real ones: such a
+// chain breaks where it meets real data. The price is that records between
+// two damaged stretches with no checked boundary between them count as
+// damaged; with the default index interval that is a few KiB. The search
+// allocates nothing per position, steps over the records of a chain it has
+// already followed to damage, and beyond one pass over the bytes between
+// the damage and the boundary reads at most 8 times as many again, plus
+// 2 MiB, for its checks before it gives up (only bytes crafted to look like
+// records get near that).
+//
+// OffsetForTime goes around damage too, and is never wrong: timestamps
+// never decrease, so a damaged record's timestamp lies between those of the
+// good records around it. If the first good record after the damage is
+// older than the wanted timestamp, so were the damaged ones and the search
+// goes on; otherwise a damaged record may be the answer, and OffsetForTime
+// returns the *DamageError (the answer lies in [First, Next]) rather than an
+// offset that may be wrong.
+//
+// Reader.Verify and Summarize fail on any damage below the limit, and
+// Recover on any it checks (from the last index entry on), with the
+// *DamageError detail.
+//
+// The file header. Every Reader checks it on first use (one 32-byte read),
+// Verify, Summarize and Recover check it too: magic, version, CRC, base
+// offset and epoch against the segment's name. A header whose bytes are
+// damaged (its CRC fails) in front of intact records does not stop reads:
+// records verify themselves by CRC and density from the base offset the
+// name gives. Verify, Summarize and Recover fail on it (ErrCorrupt), so the
+// compactor quarantines the segment instead of tiering it and a writer seals
+// and rolls instead of continuing it. A header that is intact but names
+// another base offset or epoch, or an unknown version, is not this
+// segment's file: reads refuse it as well (ErrCorrupt), since its records
+// could be another writer's.
 //
 // # Concurrency
 //
