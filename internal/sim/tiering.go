@@ -131,6 +131,13 @@ func (w *World) readAt(l *partition.Log, m meta.Store, objs objstore.Store, off 
 	recs, b, err := l.Read(bg, off, max, maxBytes)
 	if errors.Is(err, partition.ErrNotHot) && w.objs != nil {
 		recs, err = w.coldRead(m, objs, off, max, maxBytes)
+		if err != nil {
+			// Retention may have dropped it since (the broker answers
+			// out of range then).
+			if p, perr := m.Partition(bg, w.key); perr == nil && off < p.LogStartOffset {
+				return nil, b, &partition.OutOfRangeError{Offset: off, LogStartOffset: p.LogStartOffset, HighWatermark: p.NextOffset}
+			}
+		}
 	}
 	return recs, b, err
 }
@@ -139,7 +146,7 @@ func (w *World) readAt(l *partition.Log, m meta.Store, objs objstore.Store, off 
 func (w *World) createTopic() {
 	w.topic = meta.TopicConfig{
 		Name: w.key.Topic, ID: w.key.TopicID, Partitions: 1,
-		SegmentBytes: w.segB, CleanupPolicy: "delete",
+		SegmentBytes: w.segB, CleanupPolicy: "delete", RetentionBytes: w.retention,
 		CreatedMs: w.s.Time().Add(-time.Hour).UnixMilli(),
 	}
 	if err := w.net.inner.CreateTopic(bg, w.topic); err != nil {

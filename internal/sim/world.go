@@ -134,8 +134,11 @@ type World struct {
 	dir   string
 	objs  *objmem.Store
 	topic meta.TopicConfig
-	segB  int64
-	idxB  int
+	// retention is the topic's retention_bytes (0: keep everything):
+	// acknowledged records below the log start are gone legitimately.
+	retention int64
+	segB      int64
+	idxB      int
 
 	// Model.
 	acked     map[int64]rec    // offset -> acknowledged record
@@ -213,6 +216,9 @@ func NewWorld(cfg Config) *World {
 	w.idxB = cfg.IndexBytes
 	if w.idxB == 0 {
 		w.idxB = 40 + w.s.rng.IntN(400)
+	}
+	if w.s.rng.IntN(2) == 0 {
+		w.retention = 200 + w.s.rng.Int64N(1500)
 	}
 	w.createTopic()
 	return w
@@ -498,8 +504,8 @@ func (w *World) check(full bool) error {
 	}
 	offs := w.newAcks
 	w.newAcks = w.newAcks[:0]
-	if w.maxHW > 0 && w.s.rng.IntN(4) == 0 {
-		offs = append(offs, w.s.rng.Int64N(w.maxHW))
+	if w.maxHW > p.LogStartOffset && w.s.rng.IntN(4) == 0 {
+		offs = append(offs, p.LogStartOffset+w.s.rng.Int64N(w.maxHW-p.LogStartOffset))
 	}
 	if len(offs) == 0 {
 		return nil
@@ -509,6 +515,9 @@ func (w *World) check(full bool) error {
 		return err
 	}
 	for _, off := range offs {
+		if off < p.LogStartOffset {
+			continue // retention
+		}
 		recs, _, err := w.readAt(l, w.net.Client(nil), objects{inner: w.objs}, off, 1, 1)
 		if err != nil {
 			return fmt.Errorf("I2: offset %d (committed, hw %d) unreadable from durable state: %v", off, w.maxHW, err)
@@ -581,11 +590,14 @@ func (w *World) fullCheck() error {
 		}
 	}
 	for off := range w.acked {
-		if off < b.LogStartOffset || off >= b.HighWatermark {
+		if (off < b.LogStartOffset && w.retention == 0) || off >= b.HighWatermark {
 			return fmt.Errorf("I2: acknowledged offset %d outside the log [%d, %d)", off, b.LogStartOffset, b.HighWatermark)
 		}
 	}
 	for _, o := range w.oft {
+		if o.offset <= b.LogStartOffset {
+			continue
+		}
 		i := o.offset - b.LogStartOffset
 		if o.offset >= b.HighWatermark || all[i].ts < o.ts || (i > 0 && all[i-1].ts >= o.ts) {
 			return fmt.Errorf("I6: offset for time %d answered %d, which is not the first offset at or after it", o.ts, o.offset)
