@@ -524,3 +524,42 @@ func TestResyncWorkIsLinear(t *testing.T) {
 	}
 	checkRecords(t, "after the last damage", got, recs[541:])
 }
+
+// TestResyncAllocs: the byte-wise search allocates nothing per position: a
+// read at damage costs as many allocations over a long damaged stretch as
+// over a short one.
+func TestResyncAllocs(t *testing.T) {
+	recs := genRecords(testID.Base, 1500, 1000)
+	dir := t.TempDir()
+	st := writeSegment(t, dir, testID, Options{IndexIntervalBytes: 1 << 30}, recs)
+	clean := readFiles(t, dir, testID).log
+	pos := positions(recs)
+	allocs := func(stretch int) float64 {
+		log := bytes.Clone(clean)
+		x := uint32(2463534242)
+		for i := pos[10] + 3; i < pos[10+stretch]; i++ {
+			x ^= x << 13
+			x ^= x >> 17
+			x ^= x << 5
+			log[i] = byte(x)
+		}
+		// And headers that look like the next record's until their size.
+		for i := pos[10] + 40; i+RecordHeaderSize < pos[10+stretch]; i += 64 {
+			binary.LittleEndian.PutUint64(log[i:], uint64(recs[11].Offset))
+			binary.LittleEndian.PutUint32(log[i+8:], MaxBodySize+1)
+		}
+		r := NewReader(bytes.NewReader(log), testID, st.Size, nil, nil)
+		var err error
+		n := testing.AllocsPerRun(5, func() { _, err = r.Read(recs[10].Offset, 10, 1<<20) })
+		var de *DamageError
+		if !errors.As(err, &de) || de.Next != recs[10+stretch].Offset {
+			t.Fatalf("stretch of %d records: %v", stretch, err)
+		}
+		return n
+	}
+	short, long := allocs(3), allocs(1200)
+	t.Logf("allocations of a read at damage: %v over 3 records, %v over 1200 (%d bytes)", short, long, pos[1210]-pos[10])
+	if long > short+2 {
+		t.Fatalf("a read at damage allocates %v times over a long stretch, %v over a short one", long, short)
+	}
+}
