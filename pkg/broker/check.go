@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"strconv"
+	"strings"
 
 	"github.com/tierlog/tierlog/pkg/meta"
 	"github.com/tierlog/tierlog/pkg/partition"
@@ -63,12 +64,14 @@ func (b *Broker) CheckHot(ctx context.Context) (HotReport, error) {
 		return rep, fmt.Errorf("broker: check hot tier: %w", err)
 	}
 	for _, e := range ents {
-		if !e.IsDir() || e.Name() == "meta" || e.Name() == "objects" {
-			continue // the embedded metadata store and object store live beside
+		if !e.IsDir() {
+			continue
 		}
 		t, ok := known[e.Name()]
 		if !ok {
-			rep.Unknown = append(rep.Unknown, e.Name())
+			if strings.Contains(e.Name(), "~") { // "<topic>~<id>": one of ours
+				rep.Unknown = append(rep.Unknown, e.Name())
+			}
 			continue
 		}
 		for p := 0; p < t.Partitions; p++ {

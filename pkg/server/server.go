@@ -189,7 +189,8 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	var objects objstore.Store
 	switch cfg.Backend {
 	case BackendLocal:
-		store, err := local.Open(filepath.Join(cfg.DataDir, "meta"))
+		// The store logs what it repaired or lost at ERROR when it opens.
+		store, err := local.Open(filepath.Join(cfg.DataDir, "meta"), local.WithLogger(cfg.Logger))
 		if err != nil {
 			return nil, fmt.Errorf("open metadata: %w", err)
 		}
@@ -251,6 +252,15 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.Broker = b
+	if cfg.Backend == BackendLocal && !cfg.ReadOnly {
+		// One process owns the data dir: compare it with the metadata
+		// once, loudly. (The aws backend's hot dir is shared and large;
+		// its processes start often and do not scan it.)
+		if err := s.checkHot(ctx); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
 	// One handler for everything, /metrics included: a ServeMux in front
 	// of the API would clean "..", "." and "//" out of paths and answer
 	// 307 redirects that keep the method (a DELETE of
@@ -259,6 +269,27 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		api.WithBodyReadTimeout(max(cfg.BodyReadTimeout, 0)),
 		api.WithRoute(http.MethodGet, "/metrics", s.metricsHandler()))
 	return s, nil
+}
+
+// checkHot logs what Broker.CheckHot finds: directories no topic names and
+// partitions whose metadata lost history (which then refuse writes).
+func (s *Server) checkHot(ctx context.Context) error {
+	rep, err := s.Broker.CheckHot(ctx)
+	if err != nil {
+		return fmt.Errorf("check data dir: %w", err)
+	}
+	for _, d := range rep.Unknown {
+		s.cfg.Logger.Error("data dir holds a topic the metadata does not know: its records are unreachable; lost metadata, or an interrupted delete",
+			"dir", d)
+	}
+	for _, p := range rep.Behind {
+		s.cfg.Logger.Error("partition metadata is behind its files (lost metadata): writes to it are refused",
+			"topic", p.Key.Topic, "partition", p.Key.Partition, "epoch", p.Epoch, "next_offset", p.NextOffset, "segment", p.Segment)
+	}
+	if ls, ok := s.Meta.(*local.Store); ok && ls.Recovery().LostCommitted {
+		s.cfg.Logger.Error("metadata journal lost committed data: committed offsets may have gone back; check the partitions listed above")
+	}
+	return nil
 }
 
 // Handler serves the API and GET /metrics.
