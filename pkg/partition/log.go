@@ -461,7 +461,7 @@ func (l *Log) ensureWriter(ctx context.Context) error {
 		switch {
 		case errors.Is(err, meta.ErrLeaseHeld):
 			l.cfg.Metrics.Conflict()
-			return fmt.Errorf("%w: lease of %v held by another writer", ErrUnavailable, l.cfg.Key)
+			return fmt.Errorf("%w: lease of %v held by another writer: %w", ErrUnavailable, l.cfg.Key, err)
 		case errors.Is(err, meta.ErrNotFound):
 			return fmt.Errorf("%w: %v: %w", ErrDeleted, l.cfg.Key, err)
 		}
@@ -565,7 +565,7 @@ func (l *Log) roll(st *meta.Partition, now time.Time) error {
 		// Never remove it; refuse, loudly.
 		l.cfg.Logger.Error("segment file already exists: the metadata is behind the data dir; refusing to write",
 			"topic", l.cfg.Key.Topic, "partition", l.cfg.Key.Partition, "segment", id.String())
-		return fmt.Errorf("%w: segment %s already exists: the metadata is behind the data dir", ErrCorrupt, id)
+		return fmt.Errorf("%w: %w: segment %s already exists: the metadata is behind the data dir", ErrUnavailable, ErrCorrupt, id)
 	}
 	if err != nil {
 		return fmt.Errorf("%w: roll: %w", ErrUnavailable, err)
