@@ -29,7 +29,12 @@
 //     more than the lease TTL, then resumes: its late pwrite, fsync and
 //     commit run against a world that moved on;
 //   - readers: fetch containers that Read from random offsets (and ask
-//     OffsetForTime) through their own warm Log.
+//     OffsetForTime) through their own warm Log, and read offsets below the
+//     hot start from the cold tier (catalog entry, then pkg/tier);
+//   - compactors: pkg/compactor passes over the partition (finalize to
+//     pkg/objstore/mem, retention when the topic has retention_bytes, hot
+//     and cold cleanup), each pass on a new NFS client, passes of two
+//     compactors overlapping.
 //
 // Both kinds of writers append batches of 1-4 records with unique values
 // ("<actor>/b<batch>/r<i>/xxx"), so every byte a reader gets can be traced
@@ -137,8 +142,9 @@
 // compat.go holds what depends on the metadata contract of 83de3c9 and
 // later. To run the simulation against ba945fc:
 //
-//	git worktree add /tmp/old ba945fc
-//	mkdir -p /tmp/old/internal/sim && cp internal/sim/*.go /tmp/old/internal/sim/
-//	cp internal/sim/compat_ba945fc.go.txt /tmp/old/internal/sim/compat.go
-//	(cd /tmp/old && go test ./internal/sim -run TestScenarios -v)
+//	git worktree add --detach /tmp/sim-ba945fc ba945fc
+//	mkdir -p /tmp/sim-ba945fc/internal/sim && cp internal/sim/*.go /tmp/sim-ba945fc/internal/sim/
+//	rm /tmp/sim-ba945fc/internal/sim/tiering.go   # no compactor over segment.FS there
+//	cp internal/sim/compat_ba945fc.go.txt /tmp/sim-ba945fc/internal/sim/compat.go
+//	(cd /tmp/sim-ba945fc && go test ./internal/sim -run TestScenarios -v)
 package sim
