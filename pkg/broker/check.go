@@ -24,8 +24,11 @@ type HotReport struct {
 	// committed state: a segment file created under an epoch the item has
 	// not reached, or based past its next offset. Only lost metadata makes
 	// that: those files may hold acknowledged records the metadata no
-	// longer names. The broker refuses writes to these partitions, so
-	// nothing is overwritten while an operator looks.
+	// longer names. When the metadata store says it lost committed data,
+	// an active segment longer than its committed length counts too (it
+	// may be an aborted attempt, or records whose commit was lost). The
+	// broker refuses writes to these partitions, so nothing is overwritten
+	// while an operator looks.
 	Behind []BehindPartition
 }
 
@@ -45,8 +48,9 @@ var ErrMetadataBehind = fmt.Errorf("%w: the partition's metadata is behind its f
 // lists every partition directory first and reads the partition item after,
 // so files other processes create meanwhile (under newer epochs, at offsets
 // below the newer next offset) never look like lost history. Partitions it
-// reports as Behind refuse writes from then on (ErrMetadataBehind).
-func (b *Broker) CheckHot(ctx context.Context) (HotReport, error) {
+// reports as Behind refuse writes from then on (ErrMetadataBehind). lost
+// says the metadata store found evidence that it lost committed data.
+func (b *Broker) CheckHot(ctx context.Context, lost bool) (HotReport, error) {
 	var rep HotReport
 	topics, err := b.cfg.Meta.Topics(ctx)
 	if err != nil {
@@ -76,7 +80,7 @@ func (b *Broker) CheckHot(ctx context.Context) (HotReport, error) {
 		}
 		for p := 0; p < t.Partitions; p++ {
 			k := meta.PartitionKey{Topic: t.Name, TopicID: t.ID, Partition: p}
-			if bp, ok, err := b.checkPartition(ctx, k); err != nil {
+			if bp, ok, err := b.checkPartition(ctx, k, lost); err != nil {
 				return rep, err
 			} else if ok {
 				rep.Behind = append(rep.Behind, bp)
@@ -94,7 +98,7 @@ func (b *Broker) CheckHot(ctx context.Context) (HotReport, error) {
 	return rep, nil
 }
 
-func (b *Broker) checkPartition(ctx context.Context, k meta.PartitionKey) (BehindPartition, bool, error) {
+func (b *Broker) checkPartition(ctx context.Context, k meta.PartitionKey, lost bool) (BehindPartition, bool, error) {
 	ents, err := b.cfg.FS.ReadDir(partition.Dir(b.cfg.DataDir, k))
 	if errors.Is(err, fs.ErrNotExist) {
 		return BehindPartition{}, false, nil
@@ -111,7 +115,12 @@ func (b *Broker) checkPartition(ctx context.Context, k meta.PartitionKey) (Behin
 		if !ok || kind != segment.KindLog {
 			continue
 		}
-		if id.Epoch > p.Epoch || id.Base > p.NextOffset {
+		behind := id.Epoch > p.Epoch || id.Base > p.NextOffset
+		if a := p.Active; lost && !behind && a != nil && id == (segment.ID{Base: a.Base, Epoch: a.Epoch}) {
+			fi, err := e.Info()
+			behind = err == nil && fi.Size() > a.Size
+		}
+		if behind {
 			return BehindPartition{Key: k, Epoch: p.Epoch, NextOffset: p.NextOffset, Segment: e.Name()}, true, nil
 		}
 	}

@@ -58,7 +58,7 @@ func TestCheckHotReportsLostMetadata(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b2.Close()
-	rep, err := b2.CheckHot(ctx)
+	rep, err := b2.CheckHot(ctx, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,4 +81,60 @@ func withLease(p meta.Partition, s meta.Store, k meta.PartitionKey) meta.Partiti
 	cur, _ := s.Partition(context.Background(), k)
 	p.Epoch, p.Owner, p.Version = cur.Epoch, cur.Owner, cur.Version
 	return p
+}
+
+// A journal that lost its last commits leaves the active segment longer
+// than its committed length, with no file beyond the item's epoch or next
+// offset. That also happens after an aborted attempt, so it counts only when
+// the metadata store says it lost committed data.
+func TestCheckHotActiveLongerThanLostCommit(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	store := mem.New()
+	b, err := New(ctx, Config{DataDir: dir, Meta: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp, err := b.CreateTopic(ctx, TopicSpec{Name: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := meta.PartitionKey{Topic: "t", TopicID: tp.ID, Partition: 0}
+	if _, err := b.ProducePartition(ctx, "t", 0, []ProduceRecord{{Value: []byte("first")}}); err != nil {
+		t.Fatal(err)
+	}
+	early, _ := store.Partition(ctx, k)
+	for range 2 {
+		if _, err := b.ProducePartition(ctx, "t", 0, []ProduceRecord{{Value: []byte("acked, then forgotten")}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The metadata as it was after the first batch.
+	lost := mem.New()
+	if err := lost.CreateTopic(ctx, tp); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lost.Acquire(ctx, k, "x", b.cfg.Now(), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := lost.Commit(ctx, withLease(early, lost, k), true, b.cfg.Now(), 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, knownLost := range []bool{false, true} {
+		b2, err := New(ctx, Config{DataDir: dir, Meta: lost})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := b2.CheckHot(ctx, knownLost)
+		b2.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(rep.Behind) == 1; got != knownLost {
+			t.Errorf("metadata known lost %v: behind %+v", knownLost, rep.Behind)
+		}
+	}
 }

@@ -274,7 +274,9 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 // checkHot logs what Broker.CheckHot finds: directories no topic names and
 // partitions whose metadata lost history (which then refuse writes).
 func (s *Server) checkHot(ctx context.Context) error {
-	rep, err := s.Broker.CheckHot(ctx)
+	ls, _ := s.Meta.(*local.Store)
+	lost := ls != nil && ls.Recovery().LostCommitted
+	rep, err := s.Broker.CheckHot(ctx, lost)
 	if err != nil {
 		return fmt.Errorf("check data dir: %w", err)
 	}
@@ -286,7 +288,7 @@ func (s *Server) checkHot(ctx context.Context) error {
 		s.cfg.Logger.Error("partition metadata is behind its files (lost metadata): writes to it are refused",
 			"topic", p.Key.Topic, "partition", p.Key.Partition, "epoch", p.Epoch, "next_offset", p.NextOffset, "segment", p.Segment)
 	}
-	if ls, ok := s.Meta.(*local.Store); ok && ls.Recovery().LostCommitted {
+	if lost {
 		s.cfg.Logger.Error("metadata journal lost committed data: committed offsets may have gone back; check the partitions listed above")
 	}
 	return nil
