@@ -66,6 +66,10 @@ const (
 	posixID         = "1000"
 )
 
+// emfNamespace is the CloudWatch namespace of the functions' own metrics
+// (pkg/lambdafn.EMFNamespace; pkg/lambdafn's tests check the two agree).
+const emfNamespace = "tierlog"
+
 // Function names, as used by TierlogStackProps.Code and the dist zips.
 const (
 	FnProduce   = "produce"
@@ -464,6 +468,30 @@ func NewTierlogStack(scope constructs.Construct, id *string, props *TierlogStack
 				TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
 			})
 		}
+	}
+
+	// Damage on disk (pkg/metrics, written by the functions as EMF in
+	// namespace "tierlog", dimension Function): a read that reached damaged
+	// records, a segment the compactor quarantined. Either one is an alarm.
+	for _, a := range []struct{ id, function, metric, desc string }{
+		{"FetchDamagedReadsAlarm", FnFetch, "DamagedReads", "tierlog fetch function: reads reached records damaged on disk"},
+		{"ProduceDamagedReadsAlarm", FnProduce, "DamagedReads", "tierlog produce function: reads reached records damaged on disk"},
+		{"CompactorQuarantineAlarm", FnCompactor, "SegmentsQuarantined", "tierlog compactor: a sealed segment failed verification and was quarantined (kept hot, not tiered)"},
+	} {
+		awscloudwatch.NewAlarm(stack, jsii.String(a.id), &awscloudwatch.AlarmProps{
+			AlarmDescription: jsii.String(a.desc),
+			Metric: awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+				Namespace:     jsii.String(emfNamespace),
+				MetricName:    jsii.String(a.metric),
+				DimensionsMap: &map[string]*string{"Function": jsii.String(a.function)},
+				Period:        awscdk.Duration_Minutes(jsii.Number(5)),
+				Statistic:     jsii.String("Sum"),
+			}),
+			Threshold:          jsii.Number(1),
+			EvaluationPeriods:  jsii.Number(1),
+			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+		})
 	}
 
 	// ---- outputs ----

@@ -753,7 +753,21 @@ func TestCompactorSchedule(t *testing.T) {
 
 func TestAlarms(t *testing.T) {
 	s := defaultStack(t)
-	check(t, "six alarms", func() { s.tpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(6)) })
+	check(t, "nine alarms", func() { s.tpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(9)) })
+	for fn, metric := range map[string]string{"fetch": "DamagedReads", "produce": "DamagedReads", "compactor": "SegmentsQuarantined"} {
+		check(t, fn+" "+metric, func() {
+			s.tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
+				"Namespace":          "tierlog",
+				"MetricName":         metric,
+				"Dimensions":         []any{map[string]any{"Name": "Function", "Value": fn}},
+				"Statistic":          "Sum",
+				"Period":             300,
+				"Threshold":          1,
+				"ComparisonOperator": "GreaterThanOrEqualToThreshold",
+				"TreatMissingData":   "notBreaching",
+			})
+		})
+	}
 	for _, fn := range []string{"Produce", "Fetch", "Compactor"} {
 		id := s.logicalID(t, "AWS::Lambda::Function", fn)
 		for _, metric := range []string{"Errors", "Throttles"} {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tierlog/tierlog/pkg/meta"
 	"github.com/tierlog/tierlog/pkg/meta/mem"
+	"github.com/tierlog/tierlog/pkg/metrics"
 	"github.com/tierlog/tierlog/pkg/partition"
 	"github.com/tierlog/tierlog/pkg/segment"
 )
@@ -89,7 +90,11 @@ func TestDamagedRecordsAroundTheDamage(t *testing.T) {
 			}
 			c.damage(t, segment.ID{Base: seg.Base, Epoch: seg.Epoch}.Path(partition.Dir(dir, k), segment.KindLog), pos(c.off))
 
-			b = newBroker(t, store, dir)
+			ms := metrics.New()
+			b, err = New(ctx, Config{DataDir: dir, Meta: store, IndexIntervalBytes: 128, Metrics: ms})
+			if err != nil {
+				t.Fatal(err)
+			}
 			defer b.Close()
 			// Before: the good records up to the damage (from the start of
 			// the segment, or of the segment before when it is all damaged).
@@ -110,6 +115,9 @@ func TestDamagedRecordsAroundTheDamage(t *testing.T) {
 			var de *partition.DamagedError
 			if !errors.As(err, &de) || de.First != int64(c.off) || de.Next <= de.First || de.Next > seg.NextOffset {
 				t.Fatalf("fetch at the damage: %v, want a DamagedError from %d", err, c.off)
+			}
+			if ms.DamagedReads.Load() == 0 {
+				t.Error("a damaged read was not counted (the alarm's metric)")
 			}
 			if !strings.Contains(err.Error(), fmt.Sprint(c.off)) {
 				t.Errorf("damage error should name the offset: %v", err)

@@ -385,6 +385,9 @@ func (c *Compactor) finalizeOrQuarantine(ctx context.Context, k meta.PartitionKe
 			return true, nil
 		}
 		st.Quarantined++
+		if m := c.cfg.Metrics; m != nil {
+			m.SegmentsQuarantined.Add(1)
+		}
 		id := segment.ID{Base: s.Base, Epoch: s.Epoch}
 		c.cfg.Logger.ErrorContext(ctx, "compactor: segment quarantined: kept in the hot tier, not tiered, retried every pass",
 			"topic", k.Topic, "topic_id", k.TopicID, "partition", k.Partition, "segment", id.String(),

@@ -66,6 +66,8 @@ func snapshotOf(s *server.Server) snapshot {
 		m["SegmentsFinalized"] = counter{float64(ms.SegmentsFinalized.Load()), unitCount}
 		m["BytesFinalized"] = counter{float64(ms.BytesFinalized.Load()), unitBytes}
 		m["LogStartAdvances"] = counter{float64(ms.LogStartAdvances.Load()), unitCount}
+		m["DamagedReads"] = counter{float64(ms.DamagedReads.Load()), unitCount}
+		m["SegmentsQuarantined"] = counter{float64(ms.SegmentsQuarantined.Load()), unitCount}
 	}
 	if c := s.Counters; c != nil {
 		var errs int64

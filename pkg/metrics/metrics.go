@@ -19,6 +19,11 @@ type Set struct {
 	FlushBytes     atomic.Int64
 	LeaseConflicts atomic.Int64 // lease busy or commit fenced
 
+	// Damage: reads answered with damaged records (never served), and
+	// sealed segments the compactor quarantined. Either nonzero is an alarm.
+	DamagedReads        atomic.Int64
+	SegmentsQuarantined atomic.Int64
+
 	// Compactor.
 	SegmentsFinalized atomic.Int64
 	BytesFinalized    atomic.Int64
@@ -42,6 +47,13 @@ func (s *Set) ObserveFlush(d time.Duration, records, bytes int) {
 func (s *Set) Conflict() {
 	if s != nil {
 		s.LeaseConflicts.Add(1)
+	}
+}
+
+// Damaged counts a read that reached damaged records.
+func (s *Set) Damaged() {
+	if s != nil {
+		s.DamagedReads.Add(1)
 	}
 }
 

@@ -808,6 +808,7 @@ func (l *Log) read(v *view, offset int64, maxRecords, maxBytes int, final bool) 
 func (l *Log) damaged(first, next int64, err error) error {
 	l.cfg.Logger.Error("damaged records", "topic", l.cfg.Key.Topic, "partition", l.cfg.Key.Partition,
 		"first", first, "next", next, "err", err)
+	l.cfg.Metrics.Damaged()
 	return &DamagedError{Topic: l.cfg.Key.Topic, Partition: l.cfg.Key.Partition, First: first, Next: next, Err: err}
 }
 

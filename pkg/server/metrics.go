@@ -19,6 +19,7 @@ type collector struct {
 	metaRequests                                    *prometheus.Desc
 	cacheHits, cacheMisses, cacheEvictions, cacheSz *prometheus.Desc
 	finalized, finalizedBytes, logStartAdvances     *prometheus.Desc
+	damagedReads, quarantined                       *prometheus.Desc
 }
 
 func newCollector(s *Server) *collector {
@@ -42,6 +43,8 @@ func newCollector(s *Server) *collector {
 		finalized:        d("segments_finalized_total", "Segments moved to the cold tier."),
 		finalizedBytes:   d("segment_bytes_finalized_total", "Artifact bytes uploaded by the compactor."),
 		logStartAdvances: d("log_start_advances_total", "Retention passes that advanced a log start."),
+		damagedReads:     d("damaged_reads_total", "Reads that reached records damaged on disk (answered corrupt_record, never served)."),
+		quarantined:      d("segments_quarantined_total", "Sealed segments the compactor could not verify and kept hot (counted by every pass that finds one)."),
 	}
 }
 
@@ -80,6 +83,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.finalized, m.SegmentsFinalized.Load())
 	counter(c.finalizedBytes, m.BytesFinalized.Load())
 	counter(c.logStartAdvances, m.LogStartAdvances.Load())
+	counter(c.damagedReads, m.DamagedReads.Load())
+	counter(c.quarantined, m.SegmentsQuarantined.Load())
 }
 
 func (s *Server) metricsHandler() http.Handler {
