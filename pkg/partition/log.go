@@ -911,6 +911,9 @@ type cachedIndex struct {
 	limit int64
 	offs  index.Offsets
 	times index.Times
+	// hdr is the segment's header verdict, once a reader checked it: a
+	// header never changes, and a fetch should not read it again.
+	hdr atomic.Pointer[segment.HeaderVerdict]
 }
 
 // indexStale is how far a segment may grow past its cached index before a
@@ -918,7 +921,7 @@ type cachedIndex struct {
 const indexStale = 256 << 10
 
 // openReader opens segment id for reading below limit, with its indexes
-// from the cache when they cover enough of it.
+// and header verdict from the cache when they cover enough of it.
 func (l *Log) openReader(id segment.ID, limit int64) (*segment.Reader, io.Closer, error) {
 	f, err := l.cfg.FS.OpenFile(id.Path(l.cfg.Dir, segment.KindLog), os.O_RDONLY, 0)
 	if err != nil {
@@ -929,15 +932,30 @@ func (l *Log) openReader(id segment.ID, limit int64) (*segment.Reader, io.Closer
 	l.idx.Unlock()
 	if c == nil || limit-c.limit > indexStale {
 		offs, times := segment.ReadIndexes(l.cfg.FS, l.cfg.Dir, id)
-		c = &cachedIndex{limit: limit, offs: offs, times: times}
+		fresh := &cachedIndex{limit: limit, offs: offs, times: times}
 		l.idx.Lock()
 		if l.idx.m == nil || len(l.idx.m) > 4096 {
 			l.idx.m = map[segment.ID]*cachedIndex{}
 		}
 		if old := l.idx.m[id]; old == nil || old.limit < limit {
-			l.idx.m[id] = c
+			if old != nil {
+				fresh.hdr.Store(old.hdr.Load())
+			}
+			l.idx.m[id] = fresh
 		}
 		l.idx.Unlock()
+		c = fresh
 	}
-	return segment.NewReader(f, id, limit, c.offs, c.times), f, nil
+	r := segment.NewReaderChecked(f, id, limit, c.offs, c.times, c.hdr.Load())
+	return r, closer(func() error {
+		if v := r.HeaderVerdict(); v != nil && c.hdr.Load() == nil {
+			c.hdr.Store(v)
+		}
+		return f.Close()
+	}), nil
 }
+
+// closer is a func as an io.Closer.
+type closer func() error
+
+func (f closer) Close() error { return f() }

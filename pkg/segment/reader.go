@@ -139,11 +139,14 @@ type Reader struct {
 	limit int64
 	offs  index.Offsets
 	times index.Times
-	hdr   atomic.Pointer[headerVerdict] // set by the first use
+	hdr   atomic.Pointer[HeaderVerdict] // set by the first use
 }
 
-// headerVerdict is what the check of the file header found.
-type headerVerdict struct {
+// HeaderVerdict is what the check of a file header found. A header never
+// changes after Create, so a caller that re-opens a file per read may keep
+// one reader's verdict (Reader.HeaderVerdict) and hand it to the next
+// (NewReaderChecked) rather than read the header again.
+type HeaderVerdict struct {
 	err     error // nil: intact and naming the reader's segment
 	foreign bool  // intact but not this segment's: reads refuse
 }
@@ -154,6 +157,20 @@ func NewReader(ra io.ReaderAt, id ID, limit int64, offs index.Offsets, times ind
 	offs = sanitize(offs, limit)
 	return &Reader{ra: ra, id: id, limit: limit, offs: offs, times: matchTimes(times, offs)}
 }
+
+// NewReaderChecked is NewReader with the header verdict of an earlier
+// reader of the same file (nil: check it on first use, as NewReader does).
+func NewReaderChecked(ra io.ReaderAt, id ID, limit int64, offs index.Offsets, times index.Times, v *HeaderVerdict) *Reader {
+	r := NewReader(ra, id, limit, offs, times)
+	if v != nil {
+		r.hdr.Store(v)
+	}
+	return r
+}
+
+// HeaderVerdict returns what the reader's header check found, or nil if it
+// has not checked (or could not read) the header yet.
+func (r *Reader) HeaderVerdict() *HeaderVerdict { return r.hdr.Load() }
 
 // OpenReader opens segment id in dir for reading below limit, and returns the
 // Reader and the file to close when done.
@@ -274,7 +291,7 @@ func (r *Reader) CheckHeader() error {
 	return v.err
 }
 
-func (r *Reader) header() (*headerVerdict, error) {
+func (r *Reader) header() (*HeaderVerdict, error) {
 	if v := r.hdr.Load(); v != nil {
 		return v, nil
 	}
@@ -283,7 +300,7 @@ func (r *Reader) header() (*headerVerdict, error) {
 		return nil, wrapID(r.id, err)
 	}
 	foreign, err := checkFileHeader(b, r.id)
-	v := &headerVerdict{err: wrapID(r.id, err), foreign: foreign}
+	v := &HeaderVerdict{err: wrapID(r.id, err), foreign: foreign}
 	r.hdr.Store(v)
 	return v, nil
 }
