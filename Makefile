@@ -1,13 +1,16 @@
 # tierlog — the two commands that matter: `make run` and `make test`.
 GO       ?= go
-LISTEN   ?= 127.0.0.1:8080
-DATA_DIR ?= ./.tierlog
+# LISTEN= and DATA_DIR= override `tierlog serve`'s flags; unset, the
+# environment (TIERLOG_LISTEN, TIERLOG_DATA_DIR, every TIERLOG_* of
+# `tierlog serve --help`) and then tierlog's own defaults apply.
+LISTEN   ?=
+DATA_DIR ?=
 
-.PHONY: run test vet fmt-check build build-functions bench bench-all clean simulate
+.PHONY: run test vet fmt-check build build-functions cli bench bench-all clean simulate
 
 ## run: start tierlog locally on the embedded default (no AWS needed)
 run:
-	$(GO) run ./cmd/tierlog serve --listen $(LISTEN) --data-dir $(DATA_DIR)
+	$(GO) run ./cmd/tierlog serve $(if $(LISTEN),--listen $(LISTEN)) $(if $(DATA_DIR),--data-dir $(DATA_DIR))
 
 ## test: every test, with the race detector (and the CDK module's tests)
 test: fmt-check vet test-deps
@@ -27,7 +30,10 @@ fmt-check:
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 ## build: the tierlog binary into bin/ and the Lambda function zips into dist/
-build: build-functions
+build: build-functions cli
+
+## cli: only the tierlog binary, bin/tierlog, for this machine (no Lambda cross-compiling)
+cli:
 	$(GO) build -o bin/tierlog ./cmd/tierlog
 
 # The Lambda functions: linux/arm64 for provided.al2023, static, without the
@@ -55,8 +61,9 @@ STEPS ?= 0
 simulate:
 	$(GO) test -count=1 -timeout 0 -run 'TestSimulate$$' ./internal/sim -sim.seeds $(SEEDS) -sim.first $(FIRST) -sim.steps $(STEPS) -v
 
+## clean: bin/, dist/ and the local data dir (DATA_DIR, else $$TIERLOG_DATA_DIR, else .tierlog)
 clean:
-	rm -rf bin $(DIST_DIR) $(DATA_DIR)
+	rm -rf bin $(DIST_DIR) $(or $(DATA_DIR),$(TIERLOG_DATA_DIR),.tierlog)
 
 ## ---- infra/cdk (its own Go module; see infra/cdk/README.md) ----
 CDK_DIR  ?= infra/cdk

@@ -20,7 +20,7 @@ import (
 
 // defaultURL is where the client commands find the API unless --url or
 // $TIERLOG_URL say otherwise.
-const defaultURL = "http://127.0.0.1:8080"
+const defaultURL = "http://" + defaultListen
 
 // clientFlags are the flags every command that talks to a server has.
 type clientFlags struct {
@@ -32,7 +32,8 @@ type clientFlags struct {
 
 func addClientFlags(c *cobra.Command, f *clientFlags) {
 	fl := c.Flags()
-	fl.StringVar(&f.url, "url", envDefault("TIERLOG_URL", defaultURL), "base URL of the tierlog API (env TIERLOG_URL)")
+	fl.StringVar(&f.url, "url", defaultURL, "base URL of the tierlog API")
+	bindEnv(c, "url")
 	fl.BoolVar(&f.binary, "binary", false, "send and receive binary batches (application/vnd.tierlog.batch.v1) instead of JSON")
 	fl.DurationVar(&f.retryTimeout, "retry-timeout", 30*time.Second, "keep retrying a request the server could not take (503, connection errors)\nthis long before giving up; 0 never retries")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log retries and requests to stderr")

@@ -45,7 +45,9 @@ func newRoot() *cobra.Command {
 		Short:         "A serverless, tiered, Kafka-style log",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       buildVersion(),
 	}
+	root.SetVersionTemplate("tierlog {{.Version}}\n")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())}
 	})
@@ -59,14 +61,6 @@ func newRoot() *cobra.Command {
 		return usageError{fmt.Errorf("unknown command %q for %q (see '%s --help')", args[0], c.CommandPath(), c.CommandPath())}
 	}
 	root.AddCommand(newServeCmd(), newTopicsCmd(), newProduceCmd(), newConsumeCmd(),
-		newOffsetsCmd(), newGroupsCmd(), newSegmentsCmd(), newBenchCmd())
+		newOffsetsCmd(), newGroupsCmd(), newSegmentsCmd(), newBenchCmd(), newVersionCmd())
 	return root
-}
-
-// envDefault returns the environment variable's value, or def.
-func envDefault(name, def string) string {
-	if v, ok := os.LookupEnv(name); ok && v != "" {
-		return v
-	}
-	return def
 }

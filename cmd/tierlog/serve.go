@@ -18,11 +18,15 @@ import (
 )
 
 type serveOpts struct {
-	listen  string
-	logJSON bool
-	cfg     tlserver.Config
-	envErr  error // a TIERLOG_ variable that does not parse
+	listen   string
+	logJSON  bool
+	logLevel slog.Level
+	cfg      tlserver.Config
 }
+
+// defaultListen is where `tierlog serve` listens and the client commands
+// look (defaultURL) unless told otherwise.
+const defaultListen = "127.0.0.1:8080"
 
 func newServeCmd() *cobra.Command {
 	var o serveOpts
@@ -38,65 +42,50 @@ is in a DynamoDB table, the cold tier in an S3 bucket and the hot tier in
 --hot-dir, which several such processes may share; AWS settings come from
 the SDK's usual sources (AWS_ENDPOINT_URL, AWS_REGION, credentials).
 
+Every flag can also be set by the environment variable named after it
+(--compact-interval: TIERLOG_COMPACT_INTERVAL); the flag wins. A duration
+or size of 0 means the server's default; "off" turns a timer off.
+
 It stops gracefully on SIGTERM or SIGINT: in-flight requests finish, files
 are synced and leases released.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.envErr != nil {
-				return usageError{o.envErr}
-			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
 			return serve(ctx, o)
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&o.listen, "listen", envDefault("TIERLOG_LISTEN", "127.0.0.1:8080"), "address to serve HTTP on (env TIERLOG_LISTEN)")
-	f.StringVar(&o.cfg.Backend, "backend", envDefault("TIERLOG_BACKEND", tlserver.BackendLocal), "local or aws (env TIERLOG_BACKEND)")
-	f.StringVar(&o.cfg.DataDir, "data-dir", envDefault("TIERLOG_DATA_DIR", "./.tierlog"), "local backend: directory for everything (env TIERLOG_DATA_DIR)")
-	f.StringVar(&o.cfg.HotDir, "hot-dir", envDefault("TIERLOG_HOT_DIR", ""), "aws backend: hot tier directory, may be shared (env TIERLOG_HOT_DIR)")
-	f.StringVar(&o.cfg.Table, "table", envDefault("TIERLOG_TABLE", ""), "aws backend: DynamoDB table (env TIERLOG_TABLE)")
-	f.StringVar(&o.cfg.Bucket, "bucket", envDefault("TIERLOG_BUCKET", ""), "aws backend: S3 bucket (env TIERLOG_BUCKET)")
-	f.StringVar(&o.cfg.Prefix, "prefix", envDefault("TIERLOG_PREFIX", ""), "aws backend: S3 key prefix (env TIERLOG_PREFIX)")
+	f.StringVar(&o.listen, "listen", defaultListen, "address to serve HTTP on")
+	f.StringVar(&o.cfg.Backend, "backend", tlserver.BackendLocal, "local or aws")
+	f.StringVar(&o.cfg.DataDir, "data-dir", "", "local backend: directory for everything (default ./.tierlog, the server's)")
+	f.StringVar(&o.cfg.HotDir, "hot-dir", "", "aws backend: hot tier directory, may be shared")
+	f.StringVar(&o.cfg.Table, "table", "", "aws backend: DynamoDB table")
+	f.StringVar(&o.cfg.Bucket, "bucket", "", "aws backend: S3 bucket")
+	f.StringVar(&o.cfg.Prefix, "prefix", "", "aws backend: S3 key prefix")
 	f.BoolVar(&o.cfg.CreateResources, "create-resources", false, "aws backend: create the table and bucket if absent (emulators, LocalStack)")
-	f.DurationVar(&o.cfg.CompactInterval, "compact-interval", 10*time.Second, "compactor timer; 0 disables it")
-	f.DurationVar(&o.cfg.CompactGrace, "compact-grace", 30*time.Second, "how long hot files of tiered segments stay")
-	f.DurationVar(&o.cfg.LeaseTTL, "lease-ttl", 10*time.Second, "how long a partition lease lives without a commit")
-	bodyTimeout, err := envDuration("TIERLOG_BODY_READ_TIMEOUT", tlserver.DefaultBodyReadTimeout)
-	o.envErr = err
-	f.DurationVar(&o.cfg.BodyReadTimeout, "body-read-timeout", bodyTimeout,
-		"how long one request body may take to arrive before it is cut with 408; 0 means no limit (env TIERLOG_BODY_READ_TIMEOUT)")
+	f.Var(offDuration{&o.cfg.CompactInterval}, "compact-interval", "compactor timer, besides a pass when a segment rolls; 0: the server's default, off: no compactor at all")
+	f.DurationVar(&o.cfg.CompactGrace, "compact-grace", 0, "how long hot files of tiered segments stay; 0: the server's default")
+	f.DurationVar(&o.cfg.LeaseTTL, "lease-ttl", 0, "how long a partition lease lives without a commit; 0: the server's default")
+	f.Int64Var(&o.cfg.CacheBytes, "cache-bytes", 0, "cold-tier cache budget in bytes; 0: the server's default")
+	o.cfg.BodyReadTimeout = tlserver.DefaultBodyReadTimeout
+	f.Var(offDuration{&o.cfg.BodyReadTimeout}, "body-read-timeout",
+		"how long one request body may take to arrive before it is cut with 408; 0: the server's default, off: no limit")
+	f.Var(levelFlag{&o.logLevel}, "log-level", "log level: debug, info, warn or error")
 	f.BoolVar(&o.logJSON, "log-json", false, "log JSON lines instead of text")
+	bindEnv(c)
 	return c
 }
 
-// envDuration is envDefault for a duration: the variable's value, or def.
-func envDuration(name string, def time.Duration) (time.Duration, error) {
-	v := envDefault(name, "")
-	if v == "" {
-		return def, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		return def, fmt.Errorf("env %s=%q: want a duration such as 30s: %w", name, v, err)
-	}
-	return d, nil
-}
-
 func serve(ctx context.Context, o serveOpts) error {
-	var h slog.Handler = slog.NewTextHandler(os.Stderr, nil)
+	ho := &slog.HandlerOptions{Level: o.logLevel}
+	var h slog.Handler = slog.NewTextHandler(os.Stderr, ho)
 	if o.logJSON {
-		h = slog.NewJSONHandler(os.Stderr, nil)
+		h = slog.NewJSONHandler(os.Stderr, ho)
 	}
 	logger := slog.New(h)
-	cfg := o.cfg
+	cfg := o.cfg // the flags mean what Config's fields mean: 0 the default, < 0 off
 	cfg.Logger = logger
-	if cfg.CompactInterval == 0 {
-		cfg.CompactInterval = -1 // the flag's 0 means off
-	}
-	if cfg.BodyReadTimeout == 0 {
-		cfg.BodyReadTimeout = -1 // the flag's 0 means no limit
-	}
 	s, err := tlserver.Open(ctx, cfg)
 	if err != nil {
 		return err
