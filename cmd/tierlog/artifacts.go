@@ -29,6 +29,9 @@ func splitArtifacts(args []string) (artifacts, segs []string, err error) {
 	for _, a := range args {
 		switch {
 		case strings.HasPrefix(a, "s3://"):
+			if _, _, err := parseS3Ref(a); err != nil {
+				return nil, nil, err
+			}
 			artifacts = append(artifacts, a)
 		case strings.HasSuffix(a, ".seg"):
 			artifacts = append(artifacts, a)
@@ -68,15 +71,24 @@ func splitArtifacts(args []string) (artifacts, segs []string, err error) {
 	return artifacts, segs, nil
 }
 
+// parseS3Ref splits s3://bucket/key; anything else is a usage error.
+func parseS3Ref(ref string) (bucket, key string, err error) {
+	rest, _ := strings.CutPrefix(ref, "s3://")
+	bucket, key, ok := strings.Cut(rest, "/")
+	if !ok || bucket == "" || key == "" || strings.HasSuffix(key, "/") {
+		return "", "", usagef("%s: want s3://bucket/key of one .seg object (prefixes are not listed)", ref)
+	}
+	return bucket, key, nil
+}
+
 // loadArtifact reads a whole artifact.
 func loadArtifact(ctx context.Context, ref string) ([]byte, error) {
-	rest, ok := strings.CutPrefix(ref, "s3://")
-	if !ok {
+	if !strings.HasPrefix(ref, "s3://") {
 		return os.ReadFile(ref)
 	}
-	bucket, key, ok := strings.Cut(rest, "/")
-	if !ok || bucket == "" || key == "" {
-		return nil, usageError{fmt.Errorf("%s: want s3://bucket/key", ref)}
+	bucket, key, err := parseS3Ref(ref)
+	if err != nil {
+		return nil, err
 	}
 	client, err := objs3.NewClientFromEnv(ctx)
 	if err != nil {
@@ -172,7 +184,7 @@ func verifyArtifacts(ctx context.Context, refs []string, out, errw io.Writer) in
 			span = fmt.Sprintf("offsets %d..%d (%d records), %d bytes", f.Base, f.NextOffset-1, f.NextOffset-f.Base, len(obj))
 		}
 		if err != nil {
-			fmt.Fprintf(errw, "tierlog: corrupt: %s: %v\n", ref, err)
+			fmt.Fprintf(errw, "tierlog: corrupt: %s: %s\n", ref, cliMessage(err))
 			status, span = "FAILED", "unreadable or corrupt"
 			bad++
 		}

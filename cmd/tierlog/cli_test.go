@@ -344,7 +344,7 @@ func TestCLIAdmin(t *testing.T) {
 		t.Fatalf("after commit latest: %s", out)
 	}
 	mustCLI(t, nil, "topics", "delete", "other", "--url", s.url)
-	if r := cli(t, nil, "topics", "describe", "other", "--url", s.url); r.code != 1 || !strings.Contains(r.stderr, "topic not found") {
+	if r := cli(t, nil, "topics", "describe", "other", "--url", s.url); r.code != 1 || !strings.Contains(r.stderr, `topic "other" not found`) {
 		t.Fatalf("describe deleted: %+v", r)
 	}
 }
@@ -382,9 +382,11 @@ func TestCLIErrors(t *testing.T) {
 		{"bad batch", nil, []string{"produce", "--topic", "e", "--batch-records", "0", "--url", s.url}, 2, "--batch-records 0"},
 		{"bad separator escape", nil, []string{"produce", "--topic", "e", "-K", `\q`, "--url", s.url}, 2, "unknown escape"},
 		{"bad url", nil, []string{"topics", "list", "--url", "localhost:8080"}, 2, "--url"},
+		{"s3 without a key", nil, []string{"segments", "verify", "s3://bucket/"}, 2, "want s3://bucket/key"},
+		{"s3 prefix", nil, []string{"segments", "dump", "s3://bucket/topics/"}, 2, "want s3://bucket/key"},
 		{"group commit without offset", nil, []string{"groups", "commit", "--group", "g", "--topic", "e", "--partition", "0", "--url", s.url}, 2, "--offset is required"},
 
-		{"unknown topic", nil, []string{"consume", "--topic", "nope", "--url", s.url}, 1, `topic not found: "nope"`},
+		{"unknown topic", nil, []string{"consume", "--topic", "nope", "--url", s.url}, 1, `topic "nope" not found`},
 		{"produce to unknown topic", []byte("x\n"), []string{"produce", "--topic", "nope", "--url", s.url}, 1, "topic_not_found"},
 		{"unknown partition", nil, []string{"consume", "--topic", "e", "--partition", "5", "--url", s.url}, 1, "partition"},
 		{"offset out of range", nil, []string{"consume", "--topic", "e", "--partition", "0", "--offset", "50", "--url", s.url}, 1, "out of range"},
@@ -402,6 +404,9 @@ func TestCLIErrors(t *testing.T) {
 			}
 			if !strings.HasPrefix(r.stderr, "tierlog: ") {
 				t.Errorf("stderr %q does not start with the program name", r.stderr)
+			}
+			if m := goPackagePrefix.FindString(r.stderr); m != "" {
+				t.Errorf("stderr %q names a Go package (%q)", r.stderr, m)
 			}
 		})
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"strconv"
@@ -41,13 +40,12 @@ func addClientFlags(c *cobra.Command, f *clientFlags) {
 
 // newClient builds the client the flags describe.
 func (f *clientFlags) newClient() (*tlclient.Client, error) {
-	level := slog.LevelError
-	if f.verbose {
-		level = slog.LevelDebug
-	}
 	opts := []tlclient.Option{
-		tlclient.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))),
+		tlclient.WithLogger(clientLogger(os.Stderr, isTerminal(os.Stderr), f.verbose)),
 		tlclient.WithUserAgent("tierlog-cli"),
+		// A server never reached (not started, wrong --url) is an error
+		// at once, not after --retry-timeout.
+		tlclient.WithFailFast(),
 		tlclient.WithBackoff(tlclient.Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second, MaxElapsed: max(f.retryTimeout, 0)}),
 	}
 	if f.binary {

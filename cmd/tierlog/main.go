@@ -29,7 +29,8 @@ func run(args []string) int {
 	root := newRoot()
 	root.SetArgs(args)
 	if err := root.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "tierlog:", err)
+		err = explain(err)
+		fmt.Fprintln(os.Stderr, "tierlog:", cliMessage(err))
 		var ue usageError
 		if errors.As(err, &ue) {
 			return exitUsage

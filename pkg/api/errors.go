@@ -123,7 +123,7 @@ func classify(err error, requestID string) classification {
 		return c(http.StatusRequestEntityTooLarge, codePayloadTooLarge,
 			fmt.Sprintf("request body is larger than %d bytes", mbe.Limit))
 	case errors.As(err, &oor):
-		cl := c(http.StatusRequestedRangeNotSatisfiable, codeOffsetOutOfRange, err.Error())
+		cl := c(http.StatusRequestedRangeNotSatisfiable, codeOffsetOutOfRange, publicMessage(err))
 		lso, hw := oor.LogStartOffset, oor.HighWatermark
 		cl.body.LogStartOffset, cl.body.HighWatermark = &lso, &hw
 		return cl
@@ -134,15 +134,15 @@ func classify(err error, requestID string) classification {
 		cl.logLevel, cl.logged = slog.LevelError, true
 		return cl
 	case errors.Is(err, broker.ErrTopicNotFound):
-		return c(http.StatusNotFound, codeTopicNotFound, err.Error())
+		return c(http.StatusNotFound, codeTopicNotFound, publicMessage(err))
 	case errors.Is(err, broker.ErrPartitionNotFound):
-		return c(http.StatusNotFound, codePartitionNotFound, err.Error())
+		return c(http.StatusNotFound, codePartitionNotFound, publicMessage(err))
 	case errors.Is(err, broker.ErrTopicExists):
-		return c(http.StatusConflict, codeTopicExists, err.Error())
+		return c(http.StatusConflict, codeTopicExists, publicMessage(err))
 	case errors.Is(err, broker.ErrTooLarge):
-		return validation(c(http.StatusRequestEntityTooLarge, codePayloadTooLarge, err.Error()), err, msgTooLargeGeneric)
+		return validation(c(http.StatusRequestEntityTooLarge, codePayloadTooLarge, publicMessage(err)), err, msgTooLargeGeneric)
 	case errors.Is(err, broker.ErrInvalid):
-		return validation(c(http.StatusBadRequest, codeInvalidRequest, err.Error()), err, msgInvalidGeneric)
+		return validation(c(http.StatusBadRequest, codeInvalidRequest, publicMessage(err)), err, msgInvalidGeneric)
 	case unavailable(err):
 		// Safe to retry: nothing was acknowledged. The message is fixed
 		// per kind; the cause is logged.

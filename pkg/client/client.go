@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -72,6 +73,7 @@ type config struct {
 	backoff    Backoff
 	userAgent  string
 	backoffSet bool
+	failFast   bool
 }
 
 // WithHTTPClient sets the HTTP client. The default has no overall timeout
@@ -105,6 +107,15 @@ func WithFormat(f Format) Option { return func(c *config) { c.format = f } }
 
 // WithBackoff sets the retry schedule (DefaultBackoff otherwise).
 func WithBackoff(b Backoff) Option { return func(c *config) { c.backoff, c.backoffSet = b, true } }
+
+// WithFailFast makes a client that has not had an answer from the server
+// yet give up at once when it cannot connect at all (IsUnreachable:
+// connection refused, a host that does not resolve): the usual cause is a
+// server not started or a wrong URL, and a command-line tool should say so
+// instead of retrying for Backoff.MaxElapsed. Once any answer arrived,
+// such errors are retried as before (a server restarting). Off by
+// default.
+func WithFailFast() Option { return func(c *config) { c.failFast = true } }
 
 // WithUserAgent sets the User-Agent header.
 func WithUserAgent(ua string) Option { return func(c *config) { c.userAgent = ua } }
@@ -160,9 +171,10 @@ func applyDefaults(opts []Option) (config, error) {
 
 // Client speaks API.md to one server. It is safe for concurrent use.
 type Client struct {
-	base   string // scheme://host[/prefix], no trailing slash
-	cfg    config
-	signer *v4.Signer
+	base     string // scheme://host[/prefix], no trailing slash
+	cfg      config
+	signer   *v4.Signer
+	answered atomic.Bool // some request got an HTTP answer (WithFailFast)
 }
 
 // New returns a client of the API at baseURL: "http://127.0.0.1:8080", or
@@ -250,6 +262,9 @@ func (c *Client) send(ctx context.Context, rq *request) (*response, error) {
 	op := rq.method + " " + rq.path
 	start := time.Now()
 	res, err := c.cfg.hc.Do(req)
+	if res != nil {
+		c.answered.Store(true)
+	}
 	if err != nil {
 		if re := (*redirectError)(nil); errors.As(err, &re) {
 			// An answer, not a transport failure: never retried.
@@ -303,9 +318,15 @@ func (c *Client) do(ctx context.Context, rq *request, repeatable bool) (*respons
 	if !repeatable || c.cfg.backoff.MaxElapsed <= 0 {
 		return c.send(ctx, rq)
 	}
-	return retry(ctx, c.cfg.backoff, c.cfg.backoff.MaxElapsed, c.cfg.log, func() (*response, error) {
+	return retry(ctx, c.cfg.backoff, c.cfg.backoff.MaxElapsed, c.cfg.log, c.giveUp, func() (*response, error) {
 		return c.send(ctx, rq)
 	})
+}
+
+// giveUp reports whether a retriable err ends the retries anyway: with
+// WithFailFast, a server never reached.
+func (c *Client) giveUp(err error) bool {
+	return c.cfg.failFast && !c.answered.Load() && IsUnreachable(err)
 }
 
 // redirectError is what refuseRedirect stops a redirect with.

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 )
@@ -94,6 +96,25 @@ func IsRetriable(err error) bool {
 	}
 	var te *transportError
 	return errors.As(err, &te) || isNetError(err)
+}
+
+// IsUnreachable reports whether err is a failure to connect at all:
+// nothing listens at the address (connection refused), the host name does
+// not resolve, or there is no route to it. No request was sent, so any
+// call may be repeated; whether to wait for the server is the caller's
+// choice (see WithFailFast).
+func IsUnreachable(err error) bool {
+	var te *transportError
+	if !errors.As(err, &te) {
+		return false
+	}
+	var dns *net.DNSError
+	if errors.As(err, &dns) && dns.IsNotFound {
+		return true
+	}
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial" &&
+		(errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH))
 }
 
 // IsCode reports whether err is an *Error with API.md code code.

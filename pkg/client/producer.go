@@ -421,7 +421,7 @@ func (p *Producer) sendRange(ctx context.Context, part int, b *batch, lo, hi int
 	var res []Result
 	var err error
 	if p.cfg.deliveryTimeout > 0 {
-		res, err = retry(ctx, p.c.cfg.backoff, p.cfg.deliveryTimeout, log, send)
+		res, err = retry(ctx, p.c.cfg.backoff, p.cfg.deliveryTimeout, log, p.c.giveUp, send)
 	} else {
 		res, err = send()
 	}

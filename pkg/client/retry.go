@@ -47,8 +47,9 @@ func (b *retryAfterBackOff) Reset() {
 }
 
 // retry runs op until it succeeds, fails with an error that is not
-// retriable, maxElapsed passes, or ctx ends. It returns op's last error.
-func retry[T any](ctx context.Context, sched Backoff, maxElapsed time.Duration, log *slog.Logger, op func() (T, error)) (T, error) {
+// retriable (or that giveUp, if not nil, says to stop at), maxElapsed
+// passes, or ctx ends. It returns op's last error.
+func retry[T any](ctx context.Context, sched Backoff, maxElapsed time.Duration, log *slog.Logger, giveUp func(error) bool, op func() (T, error)) (T, error) {
 	bo := newBackOff(sched)
 	attempt := 0
 	return backoff.Retry(ctx, func() (T, error) {
@@ -57,7 +58,7 @@ func retry[T any](ctx context.Context, sched Backoff, maxElapsed time.Duration, 
 		if err == nil {
 			return v, nil
 		}
-		if !IsRetriable(err) {
+		if !IsRetriable(err) || (giveUp != nil && giveUp(err)) {
 			return v, backoff.Permanent(err)
 		}
 		var e *Error
