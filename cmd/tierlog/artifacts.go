@@ -181,7 +181,7 @@ func verifyArtifacts(ctx context.Context, refs []string, out, errw io.Writer) in
 		if err == nil {
 			var f tier.Footer
 			f, err = verifyArtifact(obj)
-			span = fmt.Sprintf("offsets %d..%d (%d records), %d bytes", f.Base, f.NextOffset-1, f.NextOffset-f.Base, len(obj))
+			span = fmt.Sprintf("offsets %d..%d (%s), %d bytes", f.Base, f.NextOffset-1, plural(f.NextOffset-f.Base, "record"), len(obj))
 		}
 		if err != nil {
 			fmt.Fprintf(errw, "tierlog: corrupt: %s: %s\n", ref, cliMessage(err))

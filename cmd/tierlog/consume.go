@@ -5,7 +5,8 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"io"
+	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -23,42 +24,60 @@ type consumeOpts struct {
 	group     string
 	count     int
 	follow    bool
+	exitAtEnd bool
 	format    string
+	json      bool
 	keySep    string
+	delim     string
+	nullStr   bool
 	wait      time.Duration
 }
 
 func newConsumeCmd() *cobra.Command {
 	var o consumeOpts
 	c := &cobra.Command{
-		Use:   "consume --topic T [--partition P] [--offset N|earliest|latest | --timestamp T] [--group G] [--count N] [--follow]",
+		Use:   "consume --topic T [--partition P] [-o beginning|end|stored|N|-N|s@T] [--group G] [-c N] [-e | --follow] [-f FMT | -J]",
 		Short: "Consume records and print them, one per line",
 		Long: `Consume records of a topic (every partition, or --partition) and print them.
+The short flags are kcat's.
 
-Where to start:
-  --offset N          at offset N (an offset out of range is an error)
-  --offset earliest   at the log start; with --group, where nothing is committed
-  --offset latest     at the high watermark: only records produced from now on
-  --timestamp T       at the first record at or after T (ms since the epoch,
-                      or RFC 3339)
-  --group G           resume from G's committed offsets (else --offset's
-                      earliest/latest, default earliest), and commit the
-                      position after each printed batch and on exit
+Where to start (-o, --offset):
+  beginning, earliest  at the log start; with --group, where nothing is committed
+  end, latest          at the high watermark: only records produced from now on
+  stored               at --group's committed offsets (the log start where
+                       nothing is committed); the same as --group alone
+  N                    at offset N of each partition (out of range: an error)
+  -N                   N records before the high watermark of each partition
+                       (from the log start if it holds fewer)
+  s@T                  at the first record at or after time T (ms since the
+                       epoch, or RFC 3339); also --timestamp T
+  --group G            resume from G's committed offsets unless -o says
+                       otherwise, and commit the position after each printed
+                       batch and on exit
 Without any of them consumption starts at the earliest offset.
 
 When to stop:
-  --count N           after N records, waiting for them if needed
+  -c N, --count N     after N records, waiting for them if needed
+  -e, --exit          at the end of the log as it was when the command started
+                      (with -c, at whichever comes first)
   --follow            never: tail the log until SIGINT or SIGTERM (exit 0)
-Otherwise at the end of the log, as it was when the command started.
+Without -c or --follow, at the end of the log, as with -e.
 
-Output (--format):
-  plain   the value, then a newline; with --key-separator SEP, the key (empty
-          when absent), SEP, the value. A tombstone prints as an empty value.
-          Bytes are printed as stored: produce and consume round-trip a file.
-  json    one object per line: partition, offset, timestamp, key, value (null
-          when absent); a key or value that is not UTF-8 is base64 with
-          key_encoding / value_encoding "base64", as in the HTTP API.`,
-		Example: `  tierlog consume --topic orders --partition 0 --offset 0 --count 10
+Output (-f, --format):
+  plain   the value, then -D (default a newline); with -K SEP, the key (empty
+          when absent), SEP, the value. A tombstone prints as an empty value,
+          or NULL with -Z. Bytes are printed as stored: produce and consume
+          round-trip a file.
+  json    (or -J) one object per line: topic, partition, offset, timestamp,
+          key, value (null when absent); a key or value that is not UTF-8 is
+          base64 with key_encoding / value_encoding "base64", as in the HTTP
+          API. Records have no headers (the API has none).
+  FMT     a kcat template: %t topic, %p partition, %o offset, %T timestamp
+          (ms), %k key, %K key length, %s value, %S value length (-1 for
+          null), %h headers (always empty), %% a percent sign; escapes \n \t
+          \r \0 \\. Nothing is added: end the template with \n.`,
+		Example: `  tierlog consume --topic orders --partition 0 --offset 0 --count 10 -e
+  tierlog consume -t orders -o -5 -e -f '%p/%o %k=%s\n'
   tierlog consume --topic orders --group billing --follow --format json`,
 		Args: checkArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error { return runConsume(cmd, o) },
@@ -67,15 +86,62 @@ Output (--format):
 	f := c.Flags()
 	f.StringVarP(&o.topic, "topic", "t", "", "topic to consume (required)")
 	f.IntVarP(&o.partition, "partition", "p", 0, "only this partition (default: every partition)")
-	f.StringVarP(&o.offset, "offset", "o", "", "start at a number, earliest or latest")
+	f.StringVarP(&o.offset, "offset", "o", "", "start at beginning, end, stored, N, -N or s@TIME")
 	f.StringVar(&o.timestamp, "timestamp", "", "start at the first record at or after this time (ms or RFC 3339)")
 	f.StringVarP(&o.group, "group", "g", "", "consumer group to resume from and commit to")
 	f.IntVarP(&o.count, "count", "c", 0, "exit after this many records")
-	f.BoolVarP(&o.follow, "follow", "f", false, "keep waiting for new records until interrupted")
-	f.StringVar(&o.format, "format", "plain", "output format: plain or json")
+	f.BoolVarP(&o.exitAtEnd, "exit", "e", false, "exit at the end of the log (as it was at the start) even before --count")
+	f.BoolVar(&o.follow, "follow", false, "keep waiting for new records until interrupted")
+	f.StringVarP(&o.format, "format", "f", "plain", "output format: plain, json, or a template such as '%k\\t%s\\n'")
+	f.BoolVarP(&o.json, "json", "J", false, "JSON lines: the same as --format json")
 	f.StringVarP(&o.keySep, "key-separator", "K", "", "plain format: print key, SEP, value")
+	f.StringVarP(&o.delim, "delimiter", "D", `\n`, "plain format: end each record with this")
+	f.BoolVarP(&o.nullStr, "null", "Z", false, "plain format and templates: print a null key or value as NULL")
 	f.DurationVar(&o.wait, "wait", tlclient.DefaultWait, "how long one request long-polls at the end of the log (at most 20s)")
 	return c
+}
+
+// startSpec is a parsed -o.
+type startSpec struct {
+	kind string // "beginning", "end", "stored", "offset", "relative", "time"
+	n    int64  // offset; records before the end; ms
+}
+
+// parseStart reads -o: kcat's forms and tierlog's names.
+func parseStart(s string) (startSpec, error) {
+	switch s {
+	case "beginning", "earliest":
+		return startSpec{kind: "beginning"}, nil
+	case "end", "latest":
+		return startSpec{kind: "end"}, nil
+	case "stored":
+		return startSpec{kind: "stored"}, nil
+	}
+	if t, ok := strings.CutPrefix(s, "s@"); ok {
+		ts, err := parseTimestamp(t)
+		if err != nil {
+			return startSpec{}, usagef("--offset %q: %v", s, err)
+		}
+		return startSpec{kind: "time", n: ts}, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return startSpec{}, usagef("--offset %q: want beginning, end, stored, an offset N, -N (N before the end) or s@TIME", s)
+	}
+	if n < 0 || strings.HasPrefix(s, "-") {
+		return startSpec{kind: "relative", n: -n}, nil
+	}
+	return startSpec{kind: "offset", n: n}, nil
+}
+
+// printer prints one message in the chosen output format.
+type printer struct {
+	format string // plain, json or template
+	tmpl   []tmplPart
+	topic  string
+	sep    string
+	delim  string
+	null   bool
 }
 
 func runConsume(cmd *cobra.Command, o consumeOpts) error {
@@ -83,8 +149,23 @@ func runConsume(cmd *cobra.Command, o consumeOpts) error {
 	if err := requireFlag(cmd, "topic", o.topic); err != nil {
 		return err
 	}
-	if err := outputFormat(o.format); err != nil {
-		return err
+	if o.json {
+		if fl.Changed("format") && o.format != "json" {
+			return usagef("-J and --format %q both say how to print; give one", o.format)
+		}
+		o.format = "json"
+	}
+	pr := printer{format: o.format, topic: o.topic, null: o.nullStr}
+	switch {
+	case o.format == "plain", o.format == "json":
+	case strings.Contains(o.format, "%"):
+		t, err := parseTemplate(o.format)
+		if err != nil {
+			return usagef("--format: %v", err)
+		}
+		pr.format, pr.tmpl = "template", t
+	default:
+		return usagef("--format %q: want plain, json or a template with %%-fields such as '%%s\\n'", o.format)
 	}
 	if fl.Changed("offset") && fl.Changed("timestamp") {
 		return usagef("--offset and --timestamp both say where to start; give one")
@@ -92,12 +173,18 @@ func runConsume(cmd *cobra.Command, o consumeOpts) error {
 	if fl.Changed("count") && o.count < 1 {
 		return usagef("--count %d: want 1 or more", o.count)
 	}
+	if o.follow && o.exitAtEnd {
+		return usagef("--follow and --exit contradict each other; give one")
+	}
 	if o.wait < 0 || o.wait > 20*time.Second {
 		return usagef("--wait %v: want 0 to 20s", o.wait)
 	}
-	sep, err := unescape(o.keySep)
-	if err != nil {
+	var err error
+	if pr.sep, err = unescape(o.keySep); err != nil {
 		return usagef("--key-separator: %v", err)
+	}
+	if pr.delim, err = unescape(o.delim); err != nil {
+		return usagef("--delimiter: %v", err)
 	}
 	opts := []tlclient.ConsumerOption{tlclient.WithReset(tlclient.ResetEarliest), tlclient.WithWait(o.wait)}
 	if fl.Changed("partition") {
@@ -106,19 +193,25 @@ func runConsume(cmd *cobra.Command, o consumeOpts) error {
 		}
 		opts = append(opts, tlclient.WithPartitions(o.partition))
 	}
+	var start startSpec
 	if fl.Changed("offset") {
-		n, named, err := parseOffsetFlag(o.offset)
-		if err != nil {
+		if start, err = parseStart(o.offset); err != nil {
 			return err
 		}
-		switch {
-		case named == "latest":
-			opts = append(opts, tlclient.WithReset(tlclient.ResetLatest))
-		case named == "":
-			// An explicit offset out of range is the user's mistake: say
-			// so instead of silently starting elsewhere.
-			opts = append(opts, tlclient.WithStartOffset(n), tlclient.WithReset(tlclient.ResetNone))
+	}
+	switch start.kind {
+	case "end":
+		opts = append(opts, tlclient.WithReset(tlclient.ResetLatest))
+	case "stored":
+		if o.group == "" {
+			return usagef("--offset stored needs --group: it is the group's committed offset")
 		}
+	case "offset":
+		// An explicit offset out of range is the user's mistake: say
+		// so instead of silently starting elsewhere.
+		opts = append(opts, tlclient.WithStartOffset(start.n), tlclient.WithReset(tlclient.ResetNone))
+	case "time":
+		opts = append(opts, tlclient.WithStartTimestamp(start.n))
 	}
 	if fl.Changed("timestamp") {
 		ts, err := parseTimestamp(o.timestamp)
@@ -136,6 +229,16 @@ func runConsume(cmd *cobra.Command, o consumeOpts) error {
 	}
 	ctx, stop := signalContext(cmd.Context())
 	defer stop()
+	if start.kind == "relative" {
+		starts, err := relativeStarts(ctx, cl, o.topic, fl.Changed("partition"), o.partition, start.n)
+		if err != nil {
+			if isInterrupt(ctx, err) {
+				return nil
+			}
+			return err
+		}
+		opts = append(opts, tlclient.WithStartOffsets(starts))
+	}
 	k, err := cl.NewConsumer(ctx, o.topic, opts...)
 	if err != nil {
 		if isInterrupt(ctx, err) {
@@ -143,10 +246,10 @@ func runConsume(cmd *cobra.Command, o consumeOpts) error {
 		}
 		return err
 	}
-	// Without --follow or --count, stop at the end of the log as it is
-	// now.
+	// With --exit, or without --follow and --count, stop at the end of
+	// the log as it is now.
 	var end map[int]int64
-	if !o.follow && o.count == 0 {
+	if !o.follow && (o.count == 0 || o.exitAtEnd) {
 		end = map[int]int64{}
 		for _, p := range k.Partitions() {
 			off, err := cl.Offsets(ctx, o.topic, p)
@@ -161,7 +264,7 @@ func runConsume(cmd *cobra.Command, o consumeOpts) error {
 		}
 	}
 	w := bufio.NewWriterSize(cmd.OutOrStdout(), 256<<10)
-	runErr := consumeLoop(ctx, k, w, o, sep, end)
+	runErr := consumeLoop(ctx, k, w, o, &pr, end)
 	flushErr := w.Flush()
 
 	// Commit what was printed, even after an interrupt.
@@ -183,14 +286,32 @@ func runConsume(cmd *cobra.Command, o consumeOpts) error {
 	return nil
 }
 
+// relativeStarts is -o -N: N records before each partition's high
+// watermark, or its log start if it holds fewer.
+func relativeStarts(ctx context.Context, cl *tlclient.Client, topic string, given bool, p int, n int64) (map[int]int64, error) {
+	parts, err := partitionsOf(ctx, cl, topic, given, p)
+	if err != nil {
+		return nil, err
+	}
+	starts := map[int]int64{}
+	for _, p := range parts {
+		off, err := cl.Offsets(ctx, topic, p)
+		if err != nil {
+			return nil, err
+		}
+		starts[p] = max(off.HighWatermark-n, off.LogStartOffset)
+	}
+	return starts, nil
+}
+
 // consumeLoop polls and prints until a stop condition, an error, or ctx
 // ends (an interrupt: consumeLoop returns ctx's error).
-func consumeLoop(ctx context.Context, k *tlclient.Consumer, w *bufio.Writer, o consumeOpts, sep string, end map[int]int64) error {
+func consumeLoop(ctx context.Context, k *tlclient.Consumer, w *bufio.Writer, o consumeOpts, pr *printer, end map[int]int64) error {
 	printed := 0
 	lastCommit := time.Now()
 	done := func() bool {
-		if o.count > 0 {
-			return printed >= o.count
+		if o.count > 0 && printed >= o.count {
+			return true
 		}
 		if end == nil {
 			return false
@@ -212,7 +333,7 @@ func consumeLoop(ctx context.Context, k *tlclient.Consumer, w *bufio.Writer, o c
 			return err
 		}
 		for i := range msgs {
-			if err := printMessage(w, &msgs[i], o.format, sep); err != nil {
+			if err := pr.print(w, &msgs[i]); err != nil {
 				return fmt.Errorf("write output: %w", err)
 			}
 		}
@@ -232,9 +353,11 @@ func consumeLoop(ctx context.Context, k *tlclient.Consumer, w *bufio.Writer, o c
 	return nil
 }
 
-func printMessage(w io.Writer, m *tlclient.Message, format, sep string) error {
-	if format == "json" {
+func (pr *printer) print(w *bufio.Writer, m *tlclient.Message) error {
+	switch pr.format {
+	case "json":
 		type rec struct {
+			Topic         string  `json:"topic"`
 			Partition     int     `json:"partition"`
 			Offset        int64   `json:"offset"`
 			Timestamp     int64   `json:"timestamp"`
@@ -243,24 +366,29 @@ func printMessage(w io.Writer, m *tlclient.Message, format, sep string) error {
 			Value         *string `json:"value"`
 			ValueEncoding string  `json:"value_encoding,omitempty"`
 		}
-		r := rec{Partition: m.Partition, Offset: m.Offset, Timestamp: m.Timestamp}
+		r := rec{Topic: pr.topic, Partition: m.Partition, Offset: m.Offset, Timestamp: m.Timestamp}
 		r.Key, r.KeyEncoding = textOrBase64(m.Key)
 		r.Value, r.ValueEncoding = textOrBase64(m.Value)
 		return writeJSONLine(w, &r)
+	case "template":
+		return pr.printTemplate(w, m)
 	}
-	if sep != "" {
-		if _, err := w.Write(m.Key); err != nil {
-			return err
-		}
-		if _, err := io.WriteString(w, sep); err != nil {
-			return err
-		}
+	if pr.sep != "" {
+		pr.bytes(w, m.Key)
+		w.WriteString(pr.sep)
 	}
-	if _, err := w.Write(m.Value); err != nil {
-		return err
-	}
-	_, err := w.Write([]byte{'\n'})
+	pr.bytes(w, m.Value)
+	_, err := w.WriteString(pr.delim)
 	return err
+}
+
+// bytes writes b, or NULL for nil with -Z.
+func (pr *printer) bytes(w *bufio.Writer, b []byte) {
+	if b == nil && pr.null {
+		w.WriteString("NULL")
+		return
+	}
+	w.Write(b)
 }
 
 // textOrBase64 renders bytes as the HTTP API's utf8 mode does: nil is

@@ -28,6 +28,8 @@ type produceOpts struct {
 	topic        string
 	partition    int
 	keySep       string
+	delim        string
+	nullEmpty    bool
 	batchRecords int
 	batchBytes   int
 	linger       time.Duration
@@ -45,8 +47,11 @@ other byte is kept as is (a carriage return before the newline included), and
 an empty line is an empty record. A last line without a newline is a record
 too. Lines longer than 1 MiB (the record limit) stop the command.
 
-With --key-separator, each line is split at the first SEP into key and value;
-a line without SEP has no key. SEP may use the escapes \t \n \r \0 \\.
+With --key-separator (-K), each line is split at the first SEP into key and
+value; a line without SEP has no key. With --delimiter (-D) records end at
+DELIM instead of a newline (a multi-line record: -D '\n--\n'). With -Z an
+empty value is null: an empty line is a tombstone, and with -K "key SEP" is
+the key's tombstone. SEP and DELIM may use the escapes \t \n \r \0 \\.
 
 Records go to --partition, or else are routed like the server does: by the
 key's hash, round-robin without a key. They are sent in batches per
@@ -54,7 +59,9 @@ partition, in order, retrying while the server answers 503 (a retry after an
 unknown outcome may store a batch twice: there is no idempotent producer
 yet). The command exits 0 when every record was stored, 1 otherwise.`,
 		Example: `  tierlog produce --topic orders --partition 0 orders.txt
-  printf 'k1\thello\nk2\tworld\n' | tierlog produce --topic orders --key-separator '\t'`,
+  printf 'k1\thello\nk2\tworld\n' | tierlog produce --topic orders --key-separator '\t'
+  printf 'k1\t\n' | tierlog produce -t orders -K '\t' -Z     # a tombstone for k1
+  printf 'a|b|c' | tierlog produce -t orders -D '|'`,
 		Args: checkArgs(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runProduce(cmd, o, args)
@@ -65,6 +72,8 @@ yet). The command exits 0 when every record was stored, 1 otherwise.`,
 	f.StringVarP(&o.topic, "topic", "t", "", "topic to produce to (required)")
 	f.IntVarP(&o.partition, "partition", "p", 0, "send every record to this partition (default: by key hash, else round-robin)")
 	f.StringVarP(&o.keySep, "key-separator", "K", "", "split each line into key and value at the first SEP")
+	f.StringVarP(&o.delim, "delimiter", "D", `\n`, "records end at this instead of a newline")
+	f.BoolVarP(&o.nullEmpty, "null-empty", "Z", false, "send an empty value as null (an empty line is a tombstone)")
 	f.IntVar(&o.batchRecords, "batch-records", tlclient.DefaultBatchRecords, "send a partition's batch once it has this many records (1 to 10000)")
 	f.IntVar(&o.batchBytes, "batch-bytes", tlclient.DefaultBatchBytes, "send a partition's batch once its keys and values reach this many bytes")
 	f.DurationVar(&o.linger, "linger", tlclient.DefaultLinger, "send a partition's batch at the latest this long after its first record")
@@ -94,6 +103,13 @@ func runProduce(cmd *cobra.Command, o produceOpts, args []string) error {
 	}
 	if cmd.Flags().Changed("key-separator") && sep == "" {
 		return usagef("--key-separator is empty")
+	}
+	delim, err := unescape(o.delim)
+	if err != nil {
+		return usagef("--delimiter: %v", err)
+	}
+	if delim == "" {
+		return usagef("--delimiter is empty")
 	}
 	switch {
 	case o.batchRecords < 1 || o.batchRecords > tlclient.MaxRecords:
@@ -135,7 +151,7 @@ func runProduce(cmd *cobra.Command, o produceOpts, args []string) error {
 		tlclient.WithBatchRecords(o.batchRecords), tlclient.WithBatchBytes(o.batchBytes), tlclient.WithLinger(o.linger),
 		tlclient.WithDeliveryTimeout(max(o.cf.retryTimeout, 0)),
 		tlclient.WithResultCallback(func(rec tlclient.Record, r tlclient.Result) {
-			n := len(rec.Key) + len(rec.Value) + 1
+			n := len(rec.Key) + len(rec.Value) + len(delim)
 			if rec.Key != nil {
 				n += len(sep)
 			}
@@ -155,12 +171,15 @@ func runProduce(cmd *cobra.Command, o produceOpts, args []string) error {
 	var sent int64
 	readErr := func() error {
 		for _, in := range inputs {
-			err := readLines(in, func(line []byte) error {
+			err := readRecords(in, []byte(delim), func(line []byte) error {
 				rec := tlclient.Record{Value: line}
 				if sep != "" {
 					if k, v, ok := bytes.Cut(line, []byte(sep)); ok {
 						rec.Key, rec.Value = k, v
 					}
+				}
+				if o.nullEmpty && len(rec.Value) == 0 {
+					rec.Value = nil
 				}
 				if pinned {
 					rec.Partition = tlclient.Partition(o.partition)
@@ -197,7 +216,7 @@ func runProduce(cmd *cobra.Command, o produceOpts, args []string) error {
 	case closeErr != nil:
 		return closeErr
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "tierlog: produced %d records to topic %s\n", sent, o.topic)
+	fmt.Fprintf(cmd.ErrOrStderr(), "tierlog: produced %s to topic %s\n", plural(sent, "record"), o.topic)
 	return nil
 }
 
@@ -235,10 +254,56 @@ func openInputs(args []string, stdin io.Reader) ([]input, error) {
 	return ins, nil
 }
 
+// readRecords calls fn with each record of in: the bytes up to each
+// delim, without it. A newline (or any one-byte delimiter) takes the
+// reader's fast path; a longer delimiter is found across reads.
+func readRecords(in input, delim []byte, fn func([]byte) error) error {
+	if len(delim) == 1 {
+		return readLines(in, delim[0], fn)
+	}
+	sc := bufio.NewScanner(in.r)
+	const maxLine = tlclient.MaxRecordBytes + 64
+	sc.Buffer(make([]byte, 0, 256<<10), maxLine+len(delim))
+	sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
+		if i := bytes.Index(data, delim); i >= 0 {
+			return i + len(delim), data[:i], nil
+		}
+		if atEOF && len(data) > 0 {
+			return len(data), data, nil
+		}
+		return 0, nil, nil
+	})
+	n := 0
+	for sc.Scan() {
+		n++
+		if len(sc.Bytes()) > maxLine {
+			return fmt.Errorf("%s: record %d is longer than %d bytes, the record limit", in.name, n, tlclient.MaxRecordBytes)
+		}
+		if err := fn(bytes.Clone(sc.Bytes())); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return fmt.Errorf("%s: record %d is longer than %d bytes, the record limit", in.name, n+1, tlclient.MaxRecordBytes)
+		}
+		return fmt.Errorf("%s: read: %w", in.name, err)
+	}
+	return nil
+}
+
+// plural is "1 record", "2 records".
+func plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
 // readLines calls fn with each line of in, without its newline. Lines are
 // copied into slabs, so fn may keep them. A line whose bytes pass the
 // record limit (plus a separator's worth) is an error naming the line.
-func readLines(in input, fn func([]byte) error) error {
+func readLines(in input, delim byte, fn func([]byte) error) error {
 	br := bufio.NewReaderSize(in.r, 256<<10)
 	const maxLine = tlclient.MaxRecordBytes + 64
 	var (
@@ -247,7 +312,7 @@ func readLines(in input, fn func([]byte) error) error {
 		n    int
 	)
 	for {
-		chunk, err := br.ReadSlice('\n')
+		chunk, err := br.ReadSlice(delim)
 		if errors.Is(err, bufio.ErrBufferFull) {
 			if len(long)+len(chunk) > maxLine {
 				return fmt.Errorf("%s: line %d is longer than %d bytes, the record limit", in.name, n+1, tlclient.MaxRecordBytes)
@@ -268,7 +333,7 @@ func readLines(in input, fn func([]byte) error) error {
 			return nil
 		}
 		n++
-		if line[len(line)-1] == '\n' {
+		if line[len(line)-1] == delim {
 			line = line[:len(line)-1]
 		}
 		if len(line) > maxLine {
@@ -276,7 +341,7 @@ func readLines(in input, fn func([]byte) error) error {
 		}
 		// Copy out of the reader's buffer into a slab (one allocation per
 		// 1 MiB of small lines); a non-nil empty line stays an empty value.
-		if cap(slab)-len(slab) < len(line) {
+		if slab == nil || cap(slab)-len(slab) < len(line) {
 			slab = make([]byte, 0, max(len(line), 1<<20))
 		}
 		start := len(slab)

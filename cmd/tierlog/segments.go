@@ -164,7 +164,7 @@ entries past the end of the log are warnings, failures with --strict.`,
 				}
 				span := "no records"
 				if res.next > s.id.Base {
-					span = fmt.Sprintf("offsets %d..%d (%d records)", s.id.Base, res.next-1, res.next-s.id.Base)
+					span = fmt.Sprintf("offsets %d..%d (%s)", s.id.Base, res.next-1, plural(res.next-s.id.Base, "record"))
 				}
 				fmt.Fprintf(out, "%-6s %s  %s, %d bytes\n", status, s.path(segment.KindLog), span, res.size)
 			}

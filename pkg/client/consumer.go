@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -47,6 +48,7 @@ type consumerConfig struct {
 	group          string
 	partitions     []int
 	startOffset    *int64
+	startOffsets   map[int]int64
 	startTimestamp *int64
 	reset          ResetPolicy
 	wait           time.Duration
@@ -71,6 +73,14 @@ func WithPartitions(ps ...int) ConsumerOption {
 // partition's bounds (an *Error with code offset_out_of_range).
 func WithStartOffset(offset int64) ConsumerOption {
 	return func(c *consumerConfig) { c.startOffset = &offset }
+}
+
+// WithStartOffsets starts each partition at its own offset, whatever the
+// group committed; every partition consumed must have one. With
+// ResetNone, NewConsumer refuses an offset out of a partition's bounds,
+// as for WithStartOffset.
+func WithStartOffsets(offsets map[int]int64) ConsumerOption {
+	return func(c *consumerConfig) { c.startOffsets = maps.Clone(offsets) }
 }
 
 // WithStartTimestamp starts every partition at its first record with a
@@ -203,25 +213,28 @@ func (c *Client) NewConsumer(ctx context.Context, topic string, opts ...Consumer
 // startPositions resolves each partition's first offset.
 func (c *Client) startPositions(ctx context.Context, topic string, parts []int, cfg *consumerConfig) (map[int]int64, error) {
 	start := map[int]int64{}
+	if cfg.startOffsets != nil {
+		for _, p := range parts {
+			off, ok := cfg.startOffsets[p]
+			if !ok {
+				return nil, fmt.Errorf("client: topic %q partition %d: no start offset given", topic, p)
+			}
+			if err := c.checkStart(ctx, topic, p, off, cfg); err != nil {
+				return nil, err
+			}
+			start[p] = off
+		}
+		return start, nil
+	}
 	if cfg.startOffset != nil {
 		if *cfg.startOffset < 0 {
 			return nil, fmt.Errorf("client: negative start offset %d", *cfg.startOffset)
 		}
 		for _, p := range parts {
-			start[p] = *cfg.startOffset
-			if cfg.reset != ResetNone {
-				continue
-			}
-			// Nothing to reset to: refuse an offset out of range now,
-			// not at the first fetch.
-			o, err := c.Offsets(ctx, topic, p)
-			if err != nil {
+			if err := c.checkStart(ctx, topic, p, *cfg.startOffset, cfg); err != nil {
 				return nil, err
 			}
-			if off := *cfg.startOffset; off < o.LogStartOffset || off > o.HighWatermark {
-				return nil, &Error{Status: 416, Code: CodeOffsetOutOfRange, LogStartOffset: o.LogStartOffset, HighWatermark: o.HighWatermark,
-					Message: fmt.Sprintf("start offset %d of topic %q partition %d is out of range [%d, %d]", off, topic, p, o.LogStartOffset, o.HighWatermark)}
-			}
+			start[p] = *cfg.startOffset
 		}
 		return start, nil
 	}
@@ -263,6 +276,27 @@ func (c *Client) startPositions(ctx context.Context, topic string, parts []int, 
 		}
 	}
 	return start, nil
+}
+
+// checkStart refuses a start offset that is negative or, with ResetNone
+// (nothing to reset to), out of the partition's range: now, not at the
+// first fetch.
+func (c *Client) checkStart(ctx context.Context, topic string, p int, off int64, cfg *consumerConfig) error {
+	if off < 0 {
+		return fmt.Errorf("client: negative start offset %d", off)
+	}
+	if cfg.reset != ResetNone {
+		return nil
+	}
+	o, err := c.Offsets(ctx, topic, p)
+	if err != nil {
+		return err
+	}
+	if off < o.LogStartOffset || off > o.HighWatermark {
+		return &Error{Status: 416, Code: CodeOffsetOutOfRange, LogStartOffset: o.LogStartOffset, HighWatermark: o.HighWatermark,
+			Message: fmt.Sprintf("start offset %d of topic %q partition %d is out of range [%d, %d]", off, topic, p, o.LogStartOffset, o.HighWatermark)}
+	}
+	return nil
 }
 
 // fetchLoop long-polls one partition from pos on and hands batches to

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -194,6 +195,9 @@ func (c *Client) NewProducer(ctx context.Context, topic string, opts ...Producer
 	for i := range p.queues {
 		p.queues[i] = &pqueue{p: p, partition: i, wake: make(chan struct{}, 1)}
 	}
+	// Round-robin starts at a random partition, as Kafka's producers do:
+	// short-lived producers (one CLI run each) do not all fill partition 0.
+	p.rr.Store(rand.Uint64N(uint64(t.Partitions)))
 	return p, nil
 }
 
