@@ -216,4 +216,10 @@ func TestMakeRunHonoursEnv(t *testing.T) {
 	if out := dry(env, "LISTEN=127.0.0.1:9", "DATA_DIR=d"); !strings.Contains(out, "--listen 127.0.0.1:9") || !strings.Contains(out, "--data-dir d") {
 		t.Errorf("make run LISTEN=... DATA_DIR=... runs %q", out)
 	}
+	// make cli builds bin/tierlog alone: no Lambda cross-compiling.
+	cmd := exec.Command(mk, "-n", "-s", "-C", filepath.Join("..", ".."), "cli")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "-o bin/tierlog ./cmd/tierlog") || strings.Contains(string(out), "GOOS") || strings.Contains(string(out), "functions") {
+		t.Errorf("make -n cli: %v\n%s", err, out)
+	}
 }
