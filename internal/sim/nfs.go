@@ -25,6 +25,10 @@ type FSFaults struct {
 	CreateLostReply float64 // an exclusive create is applied at the server but the reply is lost (EIO)
 	StaleHandle     float64 // an open through a cached name whose file is gone answers ESTALE (else looks up again)
 	RemoveLostReply float64 // a remove is applied but answers EIO
+	// SilentWriteback: a background writeback fails; its pages are
+	// dropped (marked clean, as Linux does) and the error is reported by
+	// the next fsync (or close) of the file, once.
+	SilentWriteback float64
 	// LyingFsync drops the unsynced pages and reports success: a broken
 	// storage no protocol can survive. Only the self-test uses it, to show
 	// the checks catch lost acknowledged data.
@@ -71,6 +75,7 @@ type pwrite struct {
 type cache struct {
 	base  []byte
 	dirty []pwrite
+	wbErr bool // a background writeback failed: the next fsync reports EIO
 }
 
 type dentry struct {
@@ -200,6 +205,13 @@ func (c *Client) writeback() string {
 	sort.Slice(inos, func(i, j int) bool { return inos[i].ino < inos[j].ino })
 	ino := inos[c.srv.w.s.rng.IntN(len(inos))]
 	n := 1 + c.srv.w.s.rng.IntN(len(c.pages[ino].dirty))
+	if c.fault(c.srv.faults.SilentWriteback) {
+		pc := c.pages[ino]
+		pc.dirty = append([]pwrite(nil), pc.dirty[n:]...)
+		pc.wbErr = true
+		c.srv.w.res.Faults["failed writeback"]++
+		return fmt.Sprintf("FAILED writeback client %d inode %d: %d writes dropped, EIO at the next fsync", c.id, ino.ino, n)
+	}
 	c.flush(ino, n, false)
 	return fmt.Sprintf("writeback client %d inode %d: %d writes", c.id, ino.ino, n)
 }
@@ -462,6 +474,11 @@ func (f *File) sync() error {
 
 func (c *Client) commit(ino *inode) error {
 	pc := c.pages[ino]
+	if pc != nil && pc.wbErr {
+		pc.wbErr = false
+		c.flush(ino, -1, false)
+		return syscall.EIO
+	}
 	if pc != nil && len(pc.dirty) > 0 && c.fault(c.srv.faults.LyingFsync) {
 		c.flush(ino, 0, true)
 		return nil
@@ -520,7 +537,7 @@ func (f *File) Close() error {
 		return err
 	}
 	var err error
-	if pc := f.c.pages[f.ino]; !f.stale() && pc != nil && len(pc.dirty) > 0 {
+	if pc := f.c.pages[f.ino]; !f.stale() && pc != nil && (len(pc.dirty) > 0 || pc.wbErr) {
 		err = f.c.commit(f.ino)
 	}
 	f.c.actor.note("close inode %d: %v", f.ino.ino, err)

@@ -25,7 +25,11 @@ func NewScript(segmentBytes int64) *Script {
 	cfg.SegmentBytes = segmentBytes
 	cfg.IndexBytes = 100
 	cfg.Trace, cfg.TraceAll = true, true
-	cfg.Compactors = -1
+	cfg.Compactors, cfg.Brokers, cfg.Churn = -1, -1, -1
+	cfg.Partitions = 1
+	cfg.RetryFor = 0
+	cfg.Objects = ObjFaults{}
+	cfg.Damage = 0
 	w := NewWorld(cfg)
 	w.script = true
 	return &Script{W: w}

@@ -98,8 +98,8 @@ func TestSimulate(t *testing.T) {
 	}
 	wg.Wait()
 	el := time.Since(start)
-	t.Logf("%d seeds from %d, %d steps in %v: %.0f steps/s, %d records acknowledged",
-		n, first, steps.Load(), el.Round(time.Millisecond), float64(steps.Load())/el.Seconds(), acked.Load())
+	t.Logf("%d seeds from %d, %d steps in %v: %.0f steps/s, %d records acknowledged (%.1f per seed)",
+		n, first, steps.Load(), el.Round(time.Millisecond), float64(steps.Load())/el.Seconds(), acked.Load(), float64(acked.Load())/float64(n))
 	if len(failed) > 0 {
 		seed := failed[0]
 		for _, s := range failed {

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,11 +17,27 @@ import (
 	"github.com/tierlog/tierlog/pkg/tier"
 )
 
+type segRecord = segment.Record
+
+// ObjFaults are the rates (per call) of the object store's faults.
+type ObjFaults struct {
+	PutFail       float64 // a put is not applied; the caller gets an error
+	PutLostAnswer float64 // a put is applied; the caller gets an error
+	GetFail       float64 // a get or head fails (a 5xx)
+	// Slow: the call takes a while (the actor is paused 50-1500 ms of
+	// virtual time with the request done, before it sees the answer): a
+	// yield point long enough for a pass or a takeover in between.
+	Slow float64
+}
+
 // objects is one process's client of the (simulated) object store: every
-// call is a yield point; the store itself is pkg/objstore/mem.
+// call is a yield point; the store itself is pkg/objstore/mem, behind the
+// faults of ObjFaults. A get right after a delete answers not-found (the
+// store is strongly consistent, as S3 is).
 type objects struct {
 	inner objstore.Store
 	a     *Actor
+	w     *World // nil: no faults (the checker)
 }
 
 var _ objstore.Store = objects{}
@@ -34,36 +51,84 @@ func (o objects) begin(op string) error {
 	return nil
 }
 
-func (o objects) Put(ctx context.Context, key string, body io.Reader, size int64) error {
+func (o objects) fault(p func(ObjFaults) float64) bool {
+	if o.w == nil || o.a == nil || o.w.srv.off {
+		return false
+	}
+	return o.w.s.chance(p(o.w.cfg.Objects))
+}
+
+func slowRate(f ObjFaults) float64 { return f.Slow }
+func putFail(f ObjFaults) float64  { return f.PutFail }
+func putLost(f ObjFaults) float64  { return f.PutLostAnswer }
+func getFail(f ObjFaults) float64  { return f.GetFail }
+
+// slow pauses the actor after the request was served: its answer comes
+// late.
+func (o objects) slow() {
+	if o.fault(slowRate) {
+		o.a.pausedUntil = o.w.s.now + o.w.s.between(50*time.Millisecond, 1500*time.Millisecond)
+		o.w.res.Faults["s3 slow"]++
+		o.a.enter("s3.answer", "")
+	}
+}
+
+var errS3 = errors.New("sim: s3: 503 slow down")
+
+func (o objects) put(key string, body io.Reader, size int64, f func(io.Reader) error) error {
 	if err := o.begin("s3.put"); err != nil {
 		return err
 	}
-	err := o.inner.Put(ctx, key, body, size)
+	if o.fault(putFail) {
+		o.w.res.Faults["s3 put fail"]++
+		o.a.note("s3 put %s: refused", key)
+		return errS3
+	}
+	b, err := io.ReadAll(body)
+	if err != nil {
+		return err
+	}
+	err = f(bytes.NewReader(b))
+	if o.fault(putLost) {
+		o.w.res.Faults["s3 put lost answer"]++
+		o.a.note("s3 put %s (%d B): %v, answer lost", key, size, err)
+		return errS3
+	}
 	o.a.note("s3 put %s (%d B): %v", key, size, err)
+	o.slow()
 	return err
 }
 
+func (o objects) Put(ctx context.Context, key string, body io.Reader, size int64) error {
+	return o.put(key, body, size, func(r io.Reader) error { return o.inner.Put(ctx, key, r, size) })
+}
+
 func (o objects) PutIfAbsent(ctx context.Context, key string, body io.Reader, size int64) error {
-	if err := o.begin("s3.put"); err != nil {
-		return err
-	}
-	err := o.inner.PutIfAbsent(ctx, key, body, size)
-	o.a.note("s3 put-if-absent %s (%d B): %v", key, size, err)
-	return err
+	return o.put(key, body, size, func(r io.Reader) error { return o.inner.PutIfAbsent(ctx, key, r, size) })
 }
 
 func (o objects) Get(ctx context.Context, key string, off, n int64) ([]byte, error) {
 	if err := o.begin("s3.get"); err != nil {
 		return nil, err
 	}
+	if o.fault(getFail) {
+		o.w.res.Faults["s3 get fail"]++
+		o.a.note("s3 get %s: 500", key)
+		return nil, errS3
+	}
 	b, err := o.inner.Get(ctx, key, off, n)
 	o.a.note("s3 get %s [%d,+%d): %v", key, off, n, err)
+	o.slow()
 	return b, err
 }
 
 func (o objects) Head(ctx context.Context, key string) (objstore.Info, error) {
 	if err := o.begin("s3.head"); err != nil {
 		return objstore.Info{}, err
+	}
+	if o.fault(getFail) {
+		o.w.res.Faults["s3 get fail"]++
+		return objstore.Info{}, errS3
 	}
 	return o.inner.Head(ctx, key)
 }
@@ -81,6 +146,7 @@ func (o objects) Delete(ctx context.Context, key string) error {
 	}
 	err := o.inner.Delete(ctx, key)
 	o.a.note("s3 delete %s: %v", key, err)
+	o.slow()
 	return err
 }
 
@@ -90,31 +156,56 @@ func (w *World) AddCompactor(name string) *Actor {
 	return w.s.addActor(name, "compactor", w.skew(), w.compactorBody)
 }
 
+func (w *World) newCompactor(a *Actor, cli *Client) *compactor.Compactor {
+	var o objects
+	if a == nil {
+		o = objects{inner: w.objs}
+	} else {
+		o = objects{inner: w.objs, a: a, w: w}
+	}
+	now := a.Now
+	if a == nil {
+		now = w.s.Time
+	}
+	c, err := compactor.New(compactor.Config{
+		Meta: w.net.Client(a), Objects: o,
+		HotDir: w.root, FS: cli, Grace: w.cfg.LeaseTTL, IndexIntervalBytes: w.idxB,
+		Now: now, Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+// compactorBody: each pass reads the topic (as the compactor Lambda does)
+// and passes over its partitions in a random order, so passes and writers
+// interleave across partitions.
 func (w *World) compactorBody(a *Actor) {
 	for {
 		w.idle(a)
 		cli := w.srv.NewClient(a)
 		a.onCrash = cli.crash
-		c, err := compactor.New(compactor.Config{
-			Meta: w.net.Client(a), Objects: objects{inner: w.objs, a: a},
-			HotDir: w.root, FS: cli, Grace: w.cfg.LeaseTTL, IndexIntervalBytes: w.idxB,
-			Now: a.Now, Logger: slog.New(slog.DiscardHandler),
-		})
+		c := w.newCompactor(a, cli)
+		t, err := w.net.Client(a).Topic(bg, w.topic.Name)
 		if err != nil {
-			panic(err)
+			a.note("COMPACT: topic: %v", err)
+			continue
 		}
-		a.note("COMPACT pass")
-		st, err := c.Partition(bg, w.topic, 0)
-		st.FinalizeSeconds = 0 // wall clock: not part of the deterministic trace
-		a.note("COMPACT pass: %+v %v", st, err)
-		w.res.Faults["compactor pass"]++
+		for _, p := range w.s.rng.Perm(t.Partitions) {
+			a.note("COMPACT pass %d", p)
+			st, err := c.Partition(bg, t, p)
+			st.FinalizeSeconds = 0 // wall clock: not part of the deterministic trace
+			a.note("COMPACT pass %d: %+v %v", p, st, err)
+			w.res.Faults["compactor pass"]++
+		}
 	}
 }
 
 // coldRead reads committed records below the hot start from the cold tier:
 // the catalog entry holding offset, then the artifact.
-func (w *World) coldRead(m meta.Store, objs objstore.Store, off int64, max, maxBytes int) ([]segment.Record, error) {
-	es, err := m.Segments(bg, w.key, off, 1)
+func (w *World) coldRead(pm *part, m meta.Store, objs objstore.Store, off int64, max, maxBytes int) ([]segment.Record, error) {
+	es, err := m.Segments(bg, pm.key, off, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -127,29 +218,113 @@ func (w *World) coldRead(m meta.Store, objs objstore.Store, off int64, max, maxB
 // readAt reads from l (hot), or the cold tier when the offset is there,
 // once more from the hot tier if the cold read races tiering or retention
 // the other way.
-func (w *World) readAt(l *partition.Log, m meta.Store, objs objstore.Store, off int64, max, maxBytes int) ([]segment.Record, partition.Bounds, error) {
+func (w *World) readAt(pm *part, l *partition.Log, m meta.Store, objs objstore.Store, off int64, max, maxBytes int) ([]segment.Record, partition.Bounds, error) {
 	recs, b, err := l.Read(bg, off, max, maxBytes)
 	if errors.Is(err, partition.ErrNotHot) && w.objs != nil {
-		recs, err = w.coldRead(m, objs, off, max, maxBytes)
+		recs, err = w.coldRead(pm, m, objs, off, max, maxBytes)
 		if err != nil {
 			// Retention may have dropped it since (the broker answers
-			// out of range then).
-			if p, perr := m.Partition(bg, w.key); perr == nil && off < p.LogStartOffset {
+			// out of range then); a get may fail (a 5xx).
+			if p, perr := m.Partition(bg, pm.key); perr == nil && off < p.LogStartOffset {
 				return nil, b, &partition.OutOfRangeError{Offset: off, LogStartOffset: p.LogStartOffset, HighWatermark: p.NextOffset}
+			}
+			if errors.Is(err, errS3) {
+				err = fmt.Errorf("%w: %w", partition.ErrUnavailable, err)
 			}
 		}
 	}
 	return recs, b, err
 }
 
-// timeNow is for the compactor's topic config.
-func (w *World) createTopic() {
-	w.topic = meta.TopicConfig{
-		Name: w.key.Topic, ID: w.key.TopicID, Partitions: 1,
-		SegmentBytes: w.segB, CleanupPolicy: "delete", RetentionBytes: w.retention,
-		CreatedMs: w.s.Time().Add(-time.Hour).UnixMilli(),
+// createTopic creates the next incarnation of the topic: its directories,
+// then its item (as Broker.CreateTopic does, with an id from the seed: a
+// random one would make runs differ). a nil: at world creation, no faults.
+func (w *World) createTopic(a *Actor) error {
+	t := meta.TopicConfig{
+		Name: "t", ID: fmt.Sprintf("id%d", w.inc+1), Partitions: w.nparts,
+		SegmentBytes: w.segB, CleanupPolicy: "delete", RetentionBytes: w.retention, RetentionMs: -1,
+		CreatedMs: w.s.Time().Add(-time.Hour).UnixMilli(), CacheEnabled: w.cacheOn,
 	}
-	if err := w.net.inner.CreateTopic(bg, w.topic); err != nil {
-		panic(err)
+	if w.retention == 0 {
+		t.RetentionBytes = -1
 	}
+	cli := w.srv.NewClient(a)
+	for p := range t.Partitions {
+		dir := partition.Dir(w.root, meta.PartitionKey{Topic: t.Name, TopicID: t.ID, Partition: p})
+		if err := cli.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	err := w.net.Client(a).CreateTopic(bg, t)
+	if errors.Is(err, meta.ErrTopicExists) {
+		if cur, _ := w.net.inner.Topic(bg, t.Name); cur.ID == t.ID {
+			err = nil // an earlier attempt landed
+		}
+	}
+	return err
 }
+
+// onTopicCreated is called when a topic item lands in the store: the model
+// starts the new incarnation.
+func (w *World) onTopicCreated(t meta.TopicConfig) {
+	w.inc++
+	w.topic = t
+	w.parts = nil
+	for p := range t.Partitions {
+		w.parts = append(w.parts, newPart(meta.PartitionKey{Topic: t.Name, TopicID: t.ID, Partition: p}, w.root))
+	}
+	w.s.eventf("TOPIC %s created as %s", t.Name, t.ID)
+}
+
+// onTopicDeleted is called when a topic item is deleted in the store: its
+// acknowledged records are gone legitimately; an acknowledgement of a
+// commit into it after this is audit finding 3.
+func (w *World) onTopicDeleted(cur meta.TopicConfig) {
+	w.gone[cur.ID] = w.s.step
+	if cur.ID == w.topic.ID {
+		w.parts = nil
+	}
+	w.s.eventf("TOPIC %s (%s) deleted", cur.Name, cur.ID)
+}
+
+// finalTiering runs two compactor passes over every partition after the
+// faults stopped, with no yields, and checks that every sealed segment
+// above the log start whose file is not damaged was tiered: one damaged
+// segment must not stop tiering of the others (audit finding 9).
+func (w *World) finalTiering() error {
+	if len(w.parts) == 0 {
+		return nil
+	}
+	c := w.newCompactor(nil, w.srv.NewClient(nil))
+	for range 2 {
+		for p := range w.parts {
+			c.Partition(bg, w.topic, p)
+		}
+	}
+	for _, pm := range w.parts {
+		p := w.committed(pm)
+		cat, _ := w.net.inner.Segments(bg, pm.key, 0, 0)
+		for _, s := range p.Sealed {
+			if s.NextOffset <= p.LogStartOffset || s.NextOffset == s.Base || pm.dmgFiles[segment.ID{Base: s.Base, Epoch: s.Epoch}.String()] {
+				continue
+			}
+			ok := false
+			for _, e := range cat {
+				if e.Base == s.Base && e.NextOffset == s.NextOffset {
+					ok = true
+				}
+			}
+			if !ok {
+				var dmg []string
+				for f := range pm.dmgFiles {
+					dmg = append(dmg, f)
+				}
+				return fmt.Errorf("tiering (audit finding 9): %d: sealed segment [%d,%d) epoch %d is not tiered after two passes with the faults stopped (damaged files %v): %s",
+					pm.p, s.Base, s.NextOffset, s.Epoch, dmg, itemString(&p))
+			}
+		}
+	}
+	return nil
+}
+
+type metaSeg = meta.SegmentInfo

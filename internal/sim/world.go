@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"path"
 	"sort"
 	"strings"
 	"time"
@@ -26,14 +24,31 @@ type Config struct {
 	Lambdas    int // writers that acquire and release per batch
 	Readers    int
 	Compactors int // -1: none
+	// Brokers are pkg/broker processes producing (ProducePartition) and
+	// fetching (Fetch, OffsetForTime) through the broker's own cold-tier
+	// path; -1: none, 0: chosen by the seed.
+	Brokers int
+	// Partitions per topic (0: 1-3, chosen by the seed).
+	Partitions int
+	// Churn: an admin process deletes the topic (Broker.DeleteTopic) and
+	// creates it again under a new id, while brokers keep their cached
+	// incarnation (0: chosen by the seed; -1: never).
+	Churn int
+	// RetryFor is how long (virtual time) a client retries a batch that
+	// failed as unavailable before it gives up (0: no retries).
+	RetryFor time.Duration
+	// OneChurnBroker: churn seeds run one broker besides the admin (while
+	// the bug two stale brokers trigger is open: open_test.go).
+	OneChurnBroker bool
 
 	LeaseTTL     time.Duration
 	SegmentBytes int64 // 0: chosen by the seed
 	IndexBytes   int   // 0: chosen by the seed
 	MaxSkew      time.Duration
 
-	FS   FSFaults
-	Meta MetaFaults
+	FS      FSFaults
+	Meta    MetaFaults
+	Objects ObjFaults
 
 	// Per-step rates of the scheduler's faults.
 	Crash     float64 // crash an actor (its NFS client loses unsynced pages)
@@ -41,6 +56,7 @@ type Config struct {
 	ClockJump float64 // the clock jumps forward by about a lease TTL
 	Writeback float64 // background writeback of some client's unsynced pages
 	Deliver   float64 // an in-flight metadata request lands (or is lost)
+	Damage    float64 // bit rot: a byte of a committed segment file flips, or the file loses its tail
 
 	// FullCheckEvery is how often (steps) the whole log is read back.
 	FullCheckEvery int
@@ -66,13 +82,18 @@ func DefaultConfig(seed uint64) Config {
 			CreateFail: 0.03, CreateLostReply: 0.01, StaleHandle: 0.5, RemoveLostReply: 0.05,
 		},
 		Meta: MetaFaults{
-			Refuse: 0.02, LostAnswer: 0.02, Delay: 0.02, Duplicate: 0.02, ReadFail: 0.01,
+			Refuse: 0.02, LostAnswer: 0.02, Delay: 0.02, Duplicate: 0.02, ReadFail: 0.01, LongDelay: 0.2,
 		},
+		Objects: ObjFaults{
+			PutFail: 0.02, PutLostAnswer: 0.02, GetFail: 0.01, Slow: 0.1,
+		},
+		RetryFor:       5 * time.Second,
 		Crash:          0.003,
 		Pause:          0.005,
 		ClockJump:      0.01,
 		Writeback:      0.03,
 		Deliver:        0.05,
+		Damage:         0.001,
 		FullCheckEvery: 100,
 		Liveness:       8 * time.Second,
 	}
@@ -84,7 +105,9 @@ func (c *Config) Scale(f float64) {
 		&c.FS.FsyncFail, &c.FS.WriteFail, &c.FS.ShortWrite, &c.FS.NoSpace, &c.FS.CreateFail,
 		&c.FS.CreateLostReply, &c.FS.RemoveLostReply,
 		&c.Meta.Refuse, &c.Meta.LostAnswer, &c.Meta.Delay, &c.Meta.Duplicate, &c.Meta.ReadFail,
-		&c.Crash, &c.Pause, &c.ClockJump, &c.Writeback, &c.Deliver,
+		&c.FS.SilentWriteback,
+		&c.Objects.PutFail, &c.Objects.PutLostAnswer, &c.Objects.GetFail,
+		&c.Crash, &c.Pause, &c.ClockJump, &c.Writeback, &c.Deliver, &c.Damage,
 	} {
 		*p = min(*p*f, 0.5)
 	}
@@ -122,33 +145,59 @@ type rec struct {
 	ts    int64
 }
 
-// World is one simulated deployment: one partition, its writers, readers,
-// the NFS server, the metadata store, one scheduler and one clock.
+// part is the model of one partition of one topic incarnation.
+type part struct {
+	p          int
+	key        meta.PartitionKey
+	dir        string
+	acked      map[int64]rec    // offset -> acknowledged record
+	ackedAt    map[string]int64 // value -> acknowledged offset
+	seen       map[int64]rec    // offset -> what a reader saw first
+	newAcks    []int64          // acknowledged since the last check
+	maxHW      int64
+	maxAcked   int64 // highest acknowledged offset + 1
+	maxStart   int64 // highest log start seen
+	oft        []oftResult
+	damaged    map[int64]bool // offsets whose committed bytes were damaged (bit rot): excluded from I2
+	dmgFiles   map[string]bool
+	dmgSpan    map[string][2]int64 // per file: first and last damaged offset
+	maxColdEnd int64
+}
+
+func newPart(key meta.PartitionKey, root string) *part {
+	return &part{
+		p: key.Partition, key: key, dir: partition.Dir(root, key),
+		acked: map[int64]rec{}, ackedAt: map[string]int64{}, seen: map[int64]rec{},
+		damaged: map[int64]bool{}, dmgFiles: map[string]bool{}, dmgSpan: map[string][2]int64{},
+	}
+}
+
+// World is one simulated deployment: one topic of 1-3 partitions (deleted
+// and created again under a new id in churn seeds), its writers, brokers,
+// readers and compactors, the NFS server, the metadata store, the object
+// store, one scheduler and one clock.
 type World struct {
 	cfg   Config
 	s     *Sched
 	srv   *Server
 	net   *MetaNet
-	key   meta.PartitionKey
 	root  string
-	dir   string
 	objs  *objmem.Store
-	topic meta.TopicConfig
+	topic meta.TopicConfig // the current incarnation
 	// retention is the topic's retention_bytes (0: keep everything):
 	// acknowledged records below the log start are gone legitimately.
 	retention int64
 	segB      int64
 	idxB      int
+	nparts    int
+	cacheOn   bool // the topic's cache_enabled (the tier reader's index-only path when off)
+	inc       int  // incarnations created
+	deleting  bool // the admin started a delete that has not finished
 
 	// Model.
-	acked     map[int64]rec    // offset -> acknowledged record
-	ackedAt   map[string]int64 // value -> acknowledged offset
-	seen      map[int64]rec    // offset -> what a reader saw first
-	attempted map[string]bool  // every value a writer tried to append
-	newAcks   []int64          // acknowledged since the last check
-	maxHW     int64
-	maxAcked  int64 // highest acknowledged offset + 1
-	oft       []oftResult
+	parts     []*part         // of the current incarnation
+	gone      map[string]int  // topic id -> step its topic item was deleted
+	attempted map[string]bool // every value a writer tried to append
 	checkErr  error
 
 	// Liveness.
@@ -162,6 +211,9 @@ type World struct {
 	res     Result
 	batchNo int
 }
+
+// key is partition p of the current incarnation.
+func (w *World) key(p int) meta.PartitionKey { return w.parts[p].key }
 
 type oftResult struct {
 	ts, offset int64
@@ -192,22 +244,16 @@ func NewWorld(cfg Config) *World {
 	w := &World{
 		cfg:       cfg,
 		s:         newSched(cfg.Seed, cfg.Trace || cfg.TraceAll),
-		key:       meta.PartitionKey{Topic: "t", TopicID: "id1", Partition: 0},
 		root:      "/efs",
 		objs:      objmem.New(),
-		acked:     map[int64]rec{},
-		ackedAt:   map[string]int64{},
-		seen:      map[int64]rec{},
+		gone:      map[string]int{},
 		attempted: map[string]bool{},
 		cmds:      map[*Actor][]cmd{},
 	}
 	w.s.keepAll = cfg.TraceAll
 	w.res.Faults = map[string]int{}
 	w.srv = newServer(w, cfg.FS)
-	w.dir = partition.Dir(w.root, w.key)
-	for d := w.dir; d != "/"; d = path.Dir(d) {
-		w.srv.dirs[d] = true
-	}
+	w.srv.dirs[w.root] = true
 	w.net = newMetaNet(w, mem.New(), cfg.Meta)
 	w.segB = cfg.SegmentBytes
 	if w.segB == 0 {
@@ -220,7 +266,14 @@ func NewWorld(cfg Config) *World {
 	if w.s.rng.IntN(2) == 0 {
 		w.retention = 200 + w.s.rng.Int64N(1500)
 	}
-	w.createTopic()
+	w.nparts = cfg.Partitions
+	if w.nparts == 0 {
+		w.nparts = 1 + w.s.rng.IntN(3)
+	}
+	w.cacheOn = w.s.rng.IntN(2) == 0
+	if err := w.createTopic(nil); err != nil {
+		panic(err)
+	}
 	return w
 }
 
@@ -234,256 +287,22 @@ func (w *World) logf(format string, args ...any) {
 	}
 }
 
-// ---- actors ----
-
-type cmdKind int
-
-const (
-	cmdAppend cmdKind = iota
-	cmdRestart
-	cmdRead
-	cmdOffsetForTime
-)
-
-type cmd struct {
-	kind     cmdKind
-	n        int   // records
-	offset   int64 // read
-	max      int
-	maxBytes int
-	ts       int64
-	pad      int // append: pad each value to this many bytes (0: random)
-}
-
-// AddWriter adds a writer: a server (HoldLease) or a Lambda container.
-func (w *World) AddWriter(name string, server bool) *Actor {
-	kind := "lambda"
-	if server {
-		kind = "server"
+func (w *World) fail(err error) {
+	if w.checkErr == nil {
+		w.checkErr = err
 	}
-	return w.s.addActor(name, kind, w.skew(), w.writerBody)
-}
-
-// AddReader adds a reader (a fetch container).
-func (w *World) AddReader(name string) *Actor {
-	return w.s.addActor(name, "reader", w.skew(), w.readerBody)
-}
-
-func (w *World) skew() time.Duration {
-	if w.cfg.MaxSkew <= 0 {
-		return 0
-	}
-	return w.s.between(-w.cfg.MaxSkew, w.cfg.MaxSkew)
-}
-
-// idle is the yield point between operations; it returns the next command.
-func (w *World) idle(a *Actor) cmd {
-	a.inOp = false
-	a.enter(opIdle, "")
-	a.inOp = true
-	if w.script {
-		q := w.cmds[a]
-		if len(q) == 0 {
-			panic("sim: scenario resumed " + a.Name + " with no command")
-		}
-		c := q[0]
-		w.cmds[a] = q[1:]
-		return c
-	}
-	return w.randomCmd(a)
-}
-
-func (w *World) randomCmd(a *Actor) cmd {
-	r := w.s.rng
-	if a.Kind == "reader" {
-		if r.IntN(8) == 0 && w.maxHW > 0 {
-			return cmd{kind: cmdOffsetForTime, ts: w.s.base.UnixMilli() + r.Int64N(int64(w.s.now/time.Millisecond)+1)}
-		}
-		return cmd{kind: cmdRead, offset: r.Int64N(w.maxHW + 1), max: 1 + r.IntN(20), maxBytes: 1 + r.IntN(2000)}
-	}
-	if !w.quiet && r.IntN(25) == 0 {
-		return cmd{kind: cmdRestart}
-	}
-	return cmd{kind: cmdAppend, n: 1 + r.IntN(4)}
-}
-
-func (w *World) partCfg(a *Actor, cli *Client, owner string, hold bool) partition.Config {
-	return partition.Config{
-		Dir: w.dir, Key: w.key, Meta: w.net.Client(a), Owner: owner,
-		LeaseTTL: w.cfg.LeaseTTL, HoldLease: hold, SegmentBytes: w.segB,
-		IndexIntervalBytes: w.idxB, FS: cli, Now: a.Now,
-		Logger: slog.New(slog.DiscardHandler),
-	}
-}
-
-// open opens the partition for actor a as a new process (a new NFS client),
-// retrying while the metadata store is unavailable.
-func (w *World) open(a *Actor, owner string, hold bool) (*partition.Log, *Client) {
-	cli := w.srv.NewClient(a)
-	a.onCrash = cli.crash
-	for {
-		l, err := partition.Open(bg, w.partCfg(a, cli, owner, hold))
-		if err == nil {
-			return l, cli
-		}
-		a.note("open partition: %v", err)
-		w.idle(a) // the command is dropped: try again
-	}
-}
-
-func (w *World) writerBody(a *Actor) {
-	hold := a.Kind == "server"
-	container := 0
-	owner := fmt.Sprintf("%s.%d.%d", a.Name, a.incarnation, container)
-	l, _ := w.open(a, owner, hold)
-	for {
-		c := w.idle(a)
-		switch c.kind {
-		case cmdAppend:
-			w.append(a, l, c.n, c.pad)
-		case cmdRestart:
-			// A clean shutdown: a server restarts under its owner name, a
-			// Lambda container is replaced by a new one.
-			err := l.Close(bg)
-			a.note("close partition: %v", err)
-			if !hold {
-				container++
-				owner = fmt.Sprintf("%s.%d.%d", a.Name, a.incarnation, container)
-			}
-			l, _ = w.open(a, owner, hold)
-		}
-	}
-}
-
-func (w *World) append(a *Actor, l *partition.Log, n, padTo int) {
-	w.batchNo++
-	bn := w.batchNo
-	recs := make([]partition.Record, n)
-	vals := make([]string, n)
-	for i := range recs {
-		vals[i] = fmt.Sprintf("%s/b%d/r%d/", a.Name, bn, i)
-		if padTo > 0 {
-			vals[i] += strings.Repeat("x", max(0, padTo-len(vals[i])))
-		} else {
-			vals[i] += strings.Repeat("x", w.s.rng.IntN(24))
-		}
-		w.attempted[vals[i]] = true
-		recs[i].Value = []byte(vals[i])
-		if padTo == 0 && w.s.rng.IntN(2) == 0 {
-			recs[i].Key = []byte(a.Name)
-		}
-	}
-	a.note("APPEND b%d: %d records", bn, n)
-	w.res.Appends++
-	start := w.s.now
-	app, err := l.Append(bg, recs)
-	if err != nil {
-		a.note("APPEND b%d failed: %v", bn, err)
-		// The client backs off before its next request.
-		a.pausedUntil = w.s.now + w.s.between(20*time.Millisecond, 300*time.Millisecond)
-		return
-	}
-	w.res.AppendOK++
-	a.note("APPEND b%d acked: offsets %d..%d ts %d", bn, app.BaseOffset, app.BaseOffset+int64(n)-1, app.Timestamp)
-	if w.quiet && start >= w.quietSince {
-		w.okSince = true
-	}
-	for i, v := range vals {
-		off := app.BaseOffset + int64(i)
-		r := rec{value: v, ts: app.Timestamp}
-		if old, ok := w.acked[off]; ok && w.checkErr == nil {
-			w.checkErr = fmt.Errorf("I1/I8: offset %d acknowledged twice: %q and now %q", off, old.value, v)
-		}
-		w.acked[off] = r
-		w.ackedAt[v] = off
-		w.newAcks = append(w.newAcks, off)
-		w.maxAcked = max(w.maxAcked, off+1)
-		w.res.Acked++
-	}
-}
-
-func (w *World) readerBody(a *Actor) {
-	l, _ := w.open(a, a.Name, false)
-	for {
-		c := w.idle(a)
-		switch c.kind {
-		case cmdRead:
-			w.read(a, l, c)
-		case cmdOffsetForTime:
-			hw := w.maxHW
-			off, found, err := offsetForTime(l, c.ts)
-			a.note("OFFSET FOR TIME %d: %d found=%v %v", c.ts, off, found, err)
-			if err == nil && found {
-				w.oft = append(w.oft, oftResult{ts: c.ts, offset: off, hw: hw})
-			}
-		}
-	}
-}
-
-func (w *World) read(a *Actor, l *partition.Log, c cmd) {
-	a.note("READ from %d max %d/%dB", c.offset, c.max, c.maxBytes)
-	recs, b, err := w.readAt(l, w.net.Client(a), objects{inner: w.objs, a: a}, c.offset, c.max, c.maxBytes)
-	w.res.Reads++
-	a.note("READ from %d: %d records, hw %d, %v", c.offset, len(recs), b.HighWatermark, err)
-	if err != nil {
-		var oor *partition.OutOfRangeError
-		if errors.As(err, &oor) || errors.Is(err, partition.ErrUnavailable) || errors.Is(err, meta.ErrUnavailable) {
-			return
-		}
-		if w.checkErr == nil {
-			w.checkErr = fmt.Errorf("I3: read from %d (committed hw %d): %v", c.offset, w.maxHW, err)
-		}
-		return
-	}
-	if len(recs) > 0 && recs[0].Offset != c.offset && w.checkErr == nil {
-		w.checkErr = fmt.Errorf("I1: read from %d returned first offset %d", c.offset, recs[0].Offset)
-	}
-	for i, r := range recs {
-		if i > 0 && r.Offset != recs[i-1].Offset+1 && w.checkErr == nil {
-			w.checkErr = fmt.Errorf("I1: read from %d: offset %d after %d", c.offset, r.Offset, recs[i-1].Offset)
-		}
-		if err := w.sawRecord(r.Offset, string(r.Value), r.Timestamp, "reader "+a.Name); err != nil && w.checkErr == nil {
-			w.checkErr = err
-		}
-	}
-}
-
-// sawRecord checks one record a reader (or the checker) read against the
-// model and remembers it.
-func (w *World) sawRecord(off int64, value string, ts int64, who string) error {
-	hw := w.committedHW()
-	if off >= hw {
-		return fmt.Errorf("I3: %s read offset %d (%q) at or past the committed high watermark %d", who, off, value, hw)
-	}
-	if !w.attempted[value] {
-		return fmt.Errorf("I3: %s read offset %d = %q, which no writer ever appended", who, off, value)
-	}
-	if a, ok := w.acked[off]; ok && (a.value != value || a.ts != ts) {
-		return fmt.Errorf("I2/I5: %s read offset %d = %q ts %d; acknowledged %q ts %d", who, off, value, ts, a.value, a.ts)
-	}
-	if at, ok := w.ackedAt[value]; ok && at != off {
-		return fmt.Errorf("I1: %s read %q at offset %d; it was acknowledged at %d", who, value, off, at)
-	}
-	if s, ok := w.seen[off]; ok {
-		if s.value != value || s.ts != ts {
-			return fmt.Errorf("I3/I5: %s read offset %d = %q ts %d; it was read before as %q ts %d", who, off, value, ts, s.value, s.ts)
-		}
-	} else {
-		w.seen[off] = rec{value: value, ts: ts}
-	}
-	return nil
 }
 
 // ---- checks ----
 
-func (w *World) committedHW() int64 {
-	p, _ := w.net.inner.Partition(bg, w.key)
-	return p.NextOffset
+func (w *World) committed(pm *part) meta.Partition {
+	p, _ := w.net.inner.Partition(bg, pm.key)
+	return p
 }
 
 // check runs after every step: the cheap invariants, the records
-// acknowledged since the last check and one sampled offset; the whole log
-// every FullCheckEvery steps.
+// acknowledged since the last check and one sampled offset per partition;
+// the whole log every FullCheckEvery steps.
 func (w *World) check(full bool) error {
 	if w.checkErr != nil {
 		return w.checkErr
@@ -491,52 +310,145 @@ func (w *World) check(full bool) error {
 	if w.net.violation != nil {
 		return w.net.violation
 	}
-	p, _ := w.net.inner.Partition(bg, w.key)
-	if p.NextOffset < w.maxHW {
-		return fmt.Errorf("I1/I2: the committed high watermark went back from %d to %d: %s", w.maxHW, p.NextOffset, itemString(&p))
-	}
-	w.maxHW = p.NextOffset
-	if w.maxAcked > p.NextOffset {
-		return fmt.Errorf("I2: offset %d was acknowledged but the committed high watermark is %d", w.maxAcked-1, p.NextOffset)
-	}
-	if full {
-		return w.fullCheck()
-	}
-	offs := w.newAcks
-	w.newAcks = w.newAcks[:0]
-	if w.maxHW > p.LogStartOffset && w.s.rng.IntN(4) == 0 {
-		offs = append(offs, p.LogStartOffset+w.s.rng.Int64N(w.maxHW-p.LogStartOffset))
-	}
-	if len(offs) == 0 {
-		return nil
-	}
-	l, err := w.checker()
-	if err != nil {
-		return err
-	}
-	for _, off := range offs {
-		if off < p.LogStartOffset {
-			continue // retention
-		}
-		recs, _, err := w.readAt(l, w.net.Client(nil), objects{inner: w.objs}, off, 1, 1)
-		if err != nil {
-			return fmt.Errorf("I2: offset %d (committed, hw %d) unreadable from durable state: %v", off, w.maxHW, err)
-		}
-		if len(recs) != 1 || recs[0].Offset != off {
-			return fmt.Errorf("I1/I2: read of committed offset %d from durable state gave %d records", off, len(recs))
-		}
-		if err := w.sawRecord(off, string(recs[0].Value), recs[0].Timestamp, "checker"); err != nil {
+	for _, pm := range w.parts {
+		if err := w.checkPart(pm, full); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+func (w *World) checkPart(pm *part, full bool) error {
+	p := w.committed(pm)
+	if p.Deleted {
+		return nil // the admin is deleting the topic
+	}
+	if p.NextOffset < pm.maxHW {
+		return fmt.Errorf("I1/I2: %d: the committed high watermark went back from %d to %d: %s", pm.p, pm.maxHW, p.NextOffset, itemString(&p))
+	}
+	pm.maxHW = p.NextOffset
+	if pm.maxAcked > p.NextOffset {
+		return fmt.Errorf("I2: %d: offset %d was acknowledged but the committed high watermark is %d", pm.p, pm.maxAcked-1, p.NextOffset)
+	}
+	if p.LogStartOffset > pm.maxStart || p.ColdEnd > pm.maxColdEnd {
+		pm.maxStart, pm.maxColdEnd = max(pm.maxStart, p.LogStartOffset), max(pm.maxColdEnd, p.ColdEnd)
+		if err := w.checkRetention(pm, &p); err != nil {
+			return err
+		}
+	}
+	if full {
+		return w.fullCheck(pm)
+	}
+	offs := pm.newAcks
+	pm.newAcks = pm.newAcks[:0]
+	if pm.maxHW > p.LogStartOffset && w.s.rng.IntN(4) == 0 {
+		offs = append(offs, p.LogStartOffset+w.s.rng.Int64N(pm.maxHW-p.LogStartOffset))
+	}
+	if len(offs) == 0 {
+		return nil
+	}
+	l, err := w.checker(pm)
+	if err != nil {
+		return err
+	}
+	for _, off := range offs {
+		if off < p.LogStartOffset || pm.damaged[off] {
+			continue // retention; bit rot
+		}
+		recs, _, err := w.readAt(pm, l, w.net.Client(nil), objects{inner: w.objs}, off, 1, 1)
+		if err != nil {
+			if w.damageExplains(pm, err) {
+				continue
+			}
+			return fmt.Errorf("I2: %d: offset %d (committed, hw %d) unreadable from durable state: %v", pm.p, off, pm.maxHW, err)
+		}
+		if len(recs) != 1 || recs[0].Offset != off {
+			return fmt.Errorf("I1/I2: %d: read of committed offset %d from durable state gave %d records", pm.p, off, len(recs))
+		}
+		if err := w.sawRecord(pm, off, string(recs[0].Value), recs[0].Timestamp, "checker"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkRetention: retention never drops a segment inside the retention
+// bound (audit finding 4). Retention by bytes drops the oldest segment only
+// while what stays is at least retention_bytes, so whenever the log start
+// has moved, the segments from it on (each offset range counted once: the
+// catalog and the item may both name a segment) hold at least
+// retention_bytes; they only grow after.
+func (w *World) checkRetention(pm *part, p *meta.Partition) error {
+	if w.retention <= 0 || p.LogStartOffset == 0 {
+		return nil
+	}
+	cat, _ := w.net.inner.Segments(bg, pm.key, 0, 0)
+	type rng struct{ base, next, size int64 }
+	var segs []rng
+	for _, e := range cat {
+		segs = append(segs, rng{e.Base, e.NextOffset, e.LogLen})
+	}
+	covered := func(base int64) bool {
+		for _, e := range cat {
+			if e.Base <= base && base < e.NextOffset {
+				return true
+			}
+		}
+		return false
+	}
+	hot := append([]meta.SegmentInfo(nil), p.Sealed...)
+	if p.Active != nil {
+		hot = append(hot, *p.Active)
+	}
+	for _, s := range hot {
+		if !covered(s.Base) && (s.NextOffset > s.Base || s.Base >= p.NextOffset) {
+			segs = append(segs, rng{s.Base, s.NextOffset, s.Size})
+		}
+	}
+	total := int64(0)
+	for _, s := range segs {
+		if s.base >= p.LogStartOffset {
+			total += s.size
+		}
+	}
+	if total < w.retention {
+		return fmt.Errorf("retention (audit finding 4): %d: log start %d keeps %d bytes, less than retention_bytes %d (catalog %d entries, item %s)",
+			pm.p, p.LogStartOffset, total, w.retention, len(cat), itemString(p))
+	}
+	return nil
+}
+
+// sawRecord checks one record a reader (or the checker) read against the
+// model and remembers it.
+func (w *World) sawRecord(pm *part, off int64, value string, ts int64, who string) error {
+	hw := w.committed(pm).NextOffset
+	if off >= hw {
+		return fmt.Errorf("I3: %d: %s read offset %d (%q) at or past the committed high watermark %d", pm.p, who, off, value, hw)
+	}
+	if !w.attempted[value] {
+		return fmt.Errorf("I3: %d: %s read offset %d = %q, which no writer ever appended", pm.p, who, off, value)
+	}
+	if a, ok := pm.acked[off]; ok && (a.value != value || a.ts != ts) {
+		return fmt.Errorf("I2/I5: %d: %s read offset %d = %q ts %d; acknowledged %q ts %d", pm.p, who, off, value, ts, a.value, a.ts)
+	}
+	if at, ok := pm.ackedAt[value]; ok && at != off {
+		return fmt.Errorf("I1: %d: %s read %q at offset %d; it was acknowledged at %d", pm.p, who, value, off, at)
+	}
+	if s, ok := pm.seen[off]; ok {
+		if s.value != value || s.ts != ts {
+			return fmt.Errorf("I3/I5: %d: %s read offset %d = %q ts %d; it was read before as %q ts %d", pm.p, who, off, value, ts, s.value, s.ts)
+		}
+	} else {
+		pm.seen[off] = rec{value: value, ts: ts}
+	}
+	return nil
+}
+
 // checker opens the partition as a new process on a new NFS client: it
 // sees only the durable server state and the committed item.
-func (w *World) checker() (*partition.Log, error) {
+func (w *World) checker(pm *part) (*partition.Log, error) {
 	cli := w.srv.NewClient(nil)
-	cfg := w.partCfg(nil, cli, "checker", false)
+	cfg := w.partCfg(nil, cli, pm, "checker", false)
 	cfg.Now = w.s.Time
 	l, err := partition.Open(bg, cfg)
 	if err != nil {
@@ -547,63 +459,75 @@ func (w *World) checker() (*partition.Log, error) {
 
 // fullCheck reads the whole committed log from durable state: dense
 // offsets, every acknowledged record with its bytes, what readers saw,
-// unique values, non-decreasing timestamps (I1, I2, I3, I5, I6).
-func (w *World) fullCheck() error {
-	w.newAcks = w.newAcks[:0]
-	l, err := w.checker()
+// unique values, non-decreasing timestamps (I1, I2, I3, I5, I6). Damaged
+// records (bit rot) must be refused, never served; the read goes on where
+// good records resume.
+func (w *World) fullCheck(pm *part) error {
+	pm.newAcks = pm.newAcks[:0]
+	l, err := w.checker(pm)
 	if err != nil {
 		return err
 	}
 	b, err := l.Bounds(bg)
 	if err != nil {
-		return fmt.Errorf("checker: bounds: %v", err)
+		return fmt.Errorf("checker: %d: bounds: %v", pm.p, err)
 	}
-	all := make([]rec, 0, b.HighWatermark)
+	all := map[int64]rec{}
 	values := map[string]int64{}
 	lastTS := int64(-1 << 62)
 	for off := b.LogStartOffset; off < b.HighWatermark; {
-		recs, _, err := w.readAt(l, w.net.Client(nil), objects{inner: w.objs}, off, 1000, 1<<20)
+		recs, _, err := w.readAt(pm, l, w.net.Client(nil), objects{inner: w.objs}, off, 1000, 1<<20)
 		if err != nil {
-			return fmt.Errorf("I2: committed offset %d (hw %d) unreadable from durable state: %v", off, b.HighWatermark, err)
+			var de *partition.DamagedError
+			if errors.As(err, &de) && w.damageExplains(pm, err) && de.Next > off {
+				w.s.eventf("checker: %d: read from %d: %v", pm.p, off, err)
+				off = de.Next
+				continue
+			}
+			return fmt.Errorf("I2: %d: committed offset %d (hw %d) unreadable from durable state: %v", pm.p, off, b.HighWatermark, err)
 		}
 		if len(recs) == 0 {
-			return fmt.Errorf("I2: read at committed offset %d (hw %d) returned no records", off, b.HighWatermark)
+			return fmt.Errorf("I2: %d: read at committed offset %d (hw %d) returned no records", pm.p, off, b.HighWatermark)
 		}
 		for _, r := range recs {
 			if r.Offset != off {
-				return fmt.Errorf("I1: offset %d where %d was expected", r.Offset, off)
+				return fmt.Errorf("I1: %d: offset %d where %d was expected", pm.p, r.Offset, off)
 			}
 			v := string(r.Value)
 			if prev, dup := values[v]; dup {
-				return fmt.Errorf("I1/I7: %q is at offsets %d and %d", v, prev, off)
+				return fmt.Errorf("I1/I7: %d: %q is at offsets %d and %d", pm.p, v, prev, off)
 			}
 			values[v] = off
 			if r.Timestamp < lastTS {
-				return fmt.Errorf("I6: offset %d has timestamp %d, before %d", off, r.Timestamp, lastTS)
+				return fmt.Errorf("I6: %d: offset %d has timestamp %d, before %d", pm.p, off, r.Timestamp, lastTS)
 			}
 			lastTS = r.Timestamp
-			if err := w.sawRecord(off, v, r.Timestamp, "checker"); err != nil {
+			if err := w.sawRecord(pm, off, v, r.Timestamp, "checker"); err != nil {
 				return err
 			}
-			all = append(all, rec{value: v, ts: r.Timestamp})
+			all[off] = rec{value: v, ts: r.Timestamp}
 			off++
 		}
 	}
-	for off := range w.acked {
+	for off := range pm.acked {
 		if (off < b.LogStartOffset && w.retention == 0) || off >= b.HighWatermark {
-			return fmt.Errorf("I2: acknowledged offset %d outside the log [%d, %d)", off, b.LogStartOffset, b.HighWatermark)
+			return fmt.Errorf("I2: %d: acknowledged offset %d outside the log [%d, %d)", pm.p, off, b.LogStartOffset, b.HighWatermark)
+		}
+		if _, ok := all[off]; !ok && off >= b.LogStartOffset && !pm.damaged[off] {
+			return fmt.Errorf("I2: %d: acknowledged offset %d not readable (and not damaged)", pm.p, off)
 		}
 	}
-	for _, o := range w.oft {
+	for _, o := range pm.oft {
 		if o.offset <= b.LogStartOffset {
 			continue
 		}
-		i := o.offset - b.LogStartOffset
-		if o.offset >= b.HighWatermark || all[i].ts < o.ts || (i > 0 && all[i-1].ts >= o.ts) {
-			return fmt.Errorf("I6: offset for time %d answered %d, which is not the first offset at or after it", o.ts, o.offset)
+		r, ok := all[o.offset]
+		prev, pok := all[o.offset-1]
+		if o.offset >= b.HighWatermark || (ok && r.ts < o.ts) || (pok && prev.ts >= o.ts) {
+			return fmt.Errorf("I6: %d: offset for time %d answered %d, which is not the first offset at or after it", pm.p, o.ts, o.offset)
 		}
 	}
-	w.oft = w.oft[:0]
+	pm.oft = pm.oft[:0]
 	return nil
 }
 
@@ -615,7 +539,14 @@ func Run(cfg Config) (res Result) {
 	w := NewWorld(cfg)
 	r := w.s.rng
 	servers, lambdas, readers := cfg.Servers, cfg.Lambdas, cfg.Readers
-	if servers+lambdas == 0 {
+	brokers, churn := cfg.Brokers, cfg.Churn
+	if churn == 0 {
+		churn = -1
+		if r.IntN(4) == 0 {
+			churn = 1
+		}
+	}
+	if servers+lambdas == 0 && churn < 0 {
 		n := 1 + r.IntN(3)
 		for range n {
 			if r.IntN(2) == 0 {
@@ -626,6 +557,15 @@ func Run(cfg Config) (res Result) {
 		}
 		readers = 1 + r.IntN(2)
 	}
+	if brokers == 0 {
+		brokers = r.IntN(3)
+		if churn > 0 {
+			brokers = 2 + r.IntN(2)
+			if cfg.OneChurnBroker {
+				brokers = 1
+			}
+		}
+	}
 	for i := range servers {
 		w.AddWriter(fmt.Sprintf("s%d", i), true)
 	}
@@ -635,6 +575,15 @@ func Run(cfg Config) (res Result) {
 	for i := range readers {
 		w.AddReader(fmt.Sprintf("r%d", i))
 	}
+	for i := range max(brokers, 0) {
+		// In churn seeds brokers release after each batch: a stale
+		// incarnation is closed in the background (Broker.acquire), which
+		// must not do I/O outside the scheduler.
+		w.AddBroker(fmt.Sprintf("b%d", i), churn > 0 || r.IntN(2) == 0)
+	}
+	if churn > 0 {
+		w.AddAdmin("admin")
+	}
 	compactors := cfg.Compactors
 	if compactors == 0 {
 		compactors = r.IntN(3)
@@ -642,8 +591,8 @@ func Run(cfg Config) (res Result) {
 	for i := range max(compactors, 0) {
 		w.AddCompactor(fmt.Sprintf("c%d", i))
 	}
-	w.logf("seed %d: %d servers, %d lambdas, %d readers, %d compactors, segment %d B, index every %d B",
-		cfg.Seed, servers, lambdas, readers, max(compactors, 0), w.segB, w.idxB)
+	w.logf("seed %d: %d servers, %d lambdas, %d readers, %d brokers, churn %v, %d compactors, %d partitions, segment %d B, index every %d B, retention %d B",
+		cfg.Seed, servers, lambdas, readers, max(brokers, 0), churn > 0, max(compactors, 0), w.nparts, w.segB, w.idxB, w.retention)
 	defer w.s.shutdown()
 	err := w.runSteps()
 	return w.finish(err)
@@ -651,7 +600,9 @@ func Run(cfg Config) (res Result) {
 
 func (w *World) finish(err error) Result {
 	w.res.Steps = w.s.step
-	w.res.HW = w.maxHW
+	for _, pm := range w.parts {
+		w.res.HW += pm.maxHW
+	}
 	if err != nil {
 		w.res.Violation = &Violation{Seed: w.cfg.Seed, Step: w.s.step, Time: w.s.now, Err: err}
 		if w.s.tracing {
@@ -694,6 +645,12 @@ func (w *World) runSteps() error {
 		if w.s.step > w.cfg.Steps*20 {
 			return fmt.Errorf("liveness: no append succeeded in %d steps after the faults stopped", w.s.step-w.cfg.Steps)
 		}
+	}
+	if err := w.check(true); err != nil {
+		return err
+	}
+	if err := w.finalTiering(); err != nil {
+		return err
 	}
 	return w.check(true)
 }
@@ -753,6 +710,12 @@ func (w *World) decide() {
 			if len(w.net.queue) > 0 {
 				w.res.Faults["late delivery"]++
 				s.eventf("%s", w.net.deliver(s.rng.IntN(len(w.net.queue)), s.rng.IntN(5) == 0))
+				return
+			}
+		case x < c.Crash+c.Pause+c.ClockJump+c.Writeback+c.Deliver+c.Damage:
+			if what := w.damage(); what != "" {
+				w.res.Faults["damage"]++
+				s.eventf("%s", what)
 				return
 			}
 		}

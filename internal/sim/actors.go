@@ -1,0 +1,328 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/tierlog/tierlog/pkg/broker"
+	"github.com/tierlog/tierlog/pkg/meta"
+	"github.com/tierlog/tierlog/pkg/partition"
+)
+
+type cmdKind int
+
+const (
+	cmdAppend cmdKind = iota
+	cmdRestart
+	cmdRead
+	cmdOffsetForTime
+	cmdChurn // admin: delete the topic and create it again
+)
+
+type cmd struct {
+	kind     cmdKind
+	p        int   // partition
+	n        int   // records
+	offset   int64 // read
+	max      int
+	maxBytes int
+	ts       int64
+	pad      int // append: pad each value to this many bytes (0: random)
+}
+
+// opBackoff is where a client waits before it retries a batch.
+const opBackoff = "backoff"
+
+// AddWriter adds a writer: a server (HoldLease) or a Lambda container.
+func (w *World) AddWriter(name string, server bool) *Actor {
+	kind := "lambda"
+	if server {
+		kind = "server"
+	}
+	return w.s.addActor(name, kind, w.skew(), w.writerBody)
+}
+
+// AddReader adds a reader (a fetch container).
+func (w *World) AddReader(name string) *Actor {
+	return w.s.addActor(name, "reader", w.skew(), w.readerBody)
+}
+
+func (w *World) skew() time.Duration {
+	if w.cfg.MaxSkew <= 0 {
+		return 0
+	}
+	return w.s.between(-w.cfg.MaxSkew, w.cfg.MaxSkew)
+}
+
+// idle is the yield point between operations; it returns the next command.
+func (w *World) idle(a *Actor) cmd {
+	a.inOp = false
+	a.enter(opIdle, "")
+	a.inOp = true
+	if w.script {
+		q := w.cmds[a]
+		if len(q) == 0 {
+			panic("sim: scenario resumed " + a.Name + " with no command")
+		}
+		c := q[0]
+		w.cmds[a] = q[1:]
+		return c
+	}
+	return w.randomCmd(a)
+}
+
+func (w *World) randomCmd(a *Actor) cmd {
+	r := w.s.rng
+	p := r.IntN(w.nparts)
+	var hw int64
+	if p < len(w.parts) {
+		hw = w.parts[p].maxHW
+	}
+	switch a.Kind {
+	case "admin":
+		return cmd{kind: cmdChurn}
+	case "reader", "broker":
+		if a.Kind == "broker" && r.IntN(2) == 0 {
+			return cmd{kind: cmdAppend, p: p, n: 1 + r.IntN(4)}
+		}
+		if r.IntN(6) == 0 && hw > 0 {
+			return cmd{kind: cmdOffsetForTime, p: p, ts: w.s.base.UnixMilli() + r.Int64N(int64(w.s.now/time.Millisecond)+1)}
+		}
+		return cmd{kind: cmdRead, p: p, offset: r.Int64N(hw + 1), max: 1 + r.IntN(20), maxBytes: 1 + r.IntN(2000)}
+	}
+	if !w.quiet && r.IntN(25) == 0 {
+		return cmd{kind: cmdRestart}
+	}
+	return cmd{kind: cmdAppend, p: p, n: 1 + r.IntN(4)}
+}
+
+func (w *World) partCfg(a *Actor, cli *Client, pm *part, owner string, hold bool) partition.Config {
+	return partition.Config{
+		Dir: pm.dir, Key: pm.key, Meta: w.net.Client(a), Owner: owner,
+		LeaseTTL: w.cfg.LeaseTTL, HoldLease: hold, SegmentBytes: w.segB,
+		IndexIntervalBytes: w.idxB, FS: cli, Now: a.Now,
+		Logger: slog.New(slog.DiscardHandler),
+	}
+}
+
+// proc is one process's partitions: one NFS client, a Log per partition
+// opened on first use.
+type proc struct {
+	cli   *Client
+	owner string
+	hold  bool
+	logs  map[int]*partition.Log
+}
+
+func (w *World) newProc(a *Actor, owner string, hold bool) *proc {
+	cli := w.srv.NewClient(a)
+	a.onCrash = cli.crash
+	return &proc{cli: cli, owner: owner, hold: hold, logs: map[int]*partition.Log{}}
+}
+
+// log opens partition p for the process, or nil if the metadata store is
+// unavailable (the command is dropped).
+func (w *World) log(a *Actor, pr *proc, p int) *partition.Log {
+	if l := pr.logs[p]; l != nil {
+		return l
+	}
+	l, err := partition.Open(bg, w.partCfg(a, pr.cli, w.parts[p], pr.owner, pr.hold))
+	if err != nil {
+		a.note("open partition %d: %v", p, err)
+		return nil
+	}
+	pr.logs[p] = l
+	return l
+}
+
+func (w *World) writerBody(a *Actor) {
+	hold := a.Kind == "server"
+	container := 0
+	owner := fmt.Sprintf("%s.%d.%d", a.Name, a.incarnation, container)
+	pr := w.newProc(a, owner, hold)
+	for {
+		c := w.idle(a)
+		switch c.kind {
+		case cmdAppend:
+			w.produce(a, c.p, c.n, c.pad, func(recs []partition.Record) (partition.Appended, string, error) {
+				l := w.log(a, pr, c.p)
+				if l == nil {
+					return partition.Appended{}, "", fmt.Errorf("%w: open", partition.ErrUnavailable)
+				}
+				app, err := l.Append(bg, recs)
+				return app, w.key(c.p).TopicID, err
+			})
+		case cmdRestart:
+			// A clean shutdown: a server restarts under its owner name, a
+			// Lambda container is replaced by a new one.
+			for _, p := range sortedKeys(toInt64(pr.logs)) {
+				err := pr.logs[int(p)].Close(bg)
+				a.note("close partition %d: %v", p, err)
+			}
+			if !hold {
+				container++
+				owner = fmt.Sprintf("%s.%d.%d", a.Name, a.incarnation, container)
+			}
+			pr = w.newProc(a, owner, hold)
+		}
+	}
+}
+
+func toInt64[V any](m map[int]V) map[int64]V {
+	out := make(map[int64]V, len(m))
+	for k, v := range m {
+		out[int64(k)] = v
+	}
+	return out
+}
+
+// retryable: the errors a client retries (503s).
+func retryable(err error) bool {
+	return errors.Is(err, partition.ErrUnavailable) || errors.Is(err, meta.ErrUnavailable) ||
+		errors.Is(err, meta.ErrLeaseHeld) || errors.Is(err, broker.ErrUnavailable)
+}
+
+// produce appends a batch of n records to partition p as a client does:
+// an attempt that fails as unavailable is retried after a backoff (in
+// virtual time) until cfg.RetryFor has passed. Every attempt has its own
+// values (a retry of an attempt whose outcome was unknown may duplicate
+// it: there is no idempotent producer), so every record read can be traced
+// to one attempt. do makes one attempt and reports the topic id of the
+// incarnation its commit went to.
+func (w *World) produce(a *Actor, p, n, padTo int, do func([]partition.Record) (partition.Appended, string, error)) {
+	w.batchNo++
+	bn := w.batchNo
+	first := w.s.now
+	backoff := 20 * time.Millisecond
+	for try := 0; ; try++ {
+		recs := make([]partition.Record, n)
+		vals := make([]string, n)
+		for i := range recs {
+			vals[i] = fmt.Sprintf("%s/b%d/r%d/", a.Name, bn, i)
+			if try > 0 {
+				vals[i] = fmt.Sprintf("%s/b%d.%d/r%d/", a.Name, bn, try, i)
+			}
+			if padTo > 0 {
+				vals[i] += strings.Repeat("x", max(0, padTo-len(vals[i])))
+			} else {
+				vals[i] += strings.Repeat("x", w.s.rng.IntN(24))
+			}
+			w.attempted[vals[i]] = true
+			recs[i].Value = []byte(vals[i])
+			if padTo == 0 && w.s.rng.IntN(2) == 0 {
+				recs[i].Key = []byte(a.Name)
+			}
+		}
+		a.note("APPEND b%d.%d to %d: %d records", bn, try, p, n)
+		w.res.Appends++
+		start := w.s.now
+		app, id, err := do(recs)
+		if err == nil {
+			w.res.AppendOK++
+			a.note("APPEND b%d.%d acked: %d offsets %d..%d ts %d (%s)", bn, try, p, app.BaseOffset, app.BaseOffset+int64(n)-1, app.Timestamp, id)
+			if w.quiet && start >= w.quietSince {
+				w.okSince = true
+			}
+			w.acked(a, p, id, vals, app)
+			return
+		}
+		a.note("APPEND b%d.%d failed: %v", bn, try, err)
+		if !retryable(err) || w.cfg.RetryFor <= 0 || w.s.now-first >= w.cfg.RetryFor {
+			// The client gives up (or backs off before its next request).
+			a.pausedUntil = w.s.now + w.s.between(20*time.Millisecond, 300*time.Millisecond)
+			return
+		}
+		a.pausedUntil = w.s.now + backoff/2 + w.s.between(0, backoff)
+		backoff = min(backoff*2, 800*time.Millisecond)
+		w.res.Faults["retry"]++
+		a.enter(opBackoff, "")
+	}
+}
+
+// acked puts an acknowledged batch into the model. id is the incarnation
+// its commit went to: one that is not the current incarnation must have
+// committed before its topic item was deleted (audit finding 3: an
+// acknowledged write is readable under the topic name, unless the topic
+// was deleted after it).
+func (w *World) acked(a *Actor, p int, id string, vals []string, app partition.Appended) {
+	if len(w.parts) == 0 || w.topic.ID != id {
+		at, ok := w.gone[id]
+		lc := w.net.lastCommit[a]
+		if ok && lc.id == id && lc.step >= at {
+			w.fail(fmt.Errorf("I2 (audit finding 3): %s's write at %s/%d offset %d was acknowledged (committed at step %d) into incarnation %s, whose topic item was deleted at step %d: it is not readable under the topic name",
+				a.Name, w.topic.Name, p, app.BaseOffset, lc.step, id, at))
+		}
+		return // deleted with its topic after it was acknowledged
+	}
+	pm := w.parts[p]
+	for i, v := range vals {
+		off := app.BaseOffset + int64(i)
+		r := rec{value: v, ts: app.Timestamp}
+		if old, ok := pm.acked[off]; ok {
+			w.fail(fmt.Errorf("I1/I8: %d: offset %d acknowledged twice: %q and now %q", p, off, old.value, v))
+		}
+		pm.acked[off] = r
+		pm.ackedAt[v] = off
+		pm.newAcks = append(pm.newAcks, off)
+		pm.maxAcked = max(pm.maxAcked, off+1)
+		w.res.Acked++
+	}
+}
+
+func (w *World) readerBody(a *Actor) {
+	pr := w.newProc(a, a.Name, false)
+	for {
+		c := w.idle(a)
+		l := w.log(a, pr, c.p)
+		if l == nil {
+			continue
+		}
+		pm := w.parts[c.p]
+		switch c.kind {
+		case cmdRead:
+			w.read(a, pm, l, c)
+		case cmdOffsetForTime:
+			hw := pm.maxHW
+			off, found, err := offsetForTime(l, c.ts)
+			a.note("OFFSET FOR TIME %d of %d: %d found=%v %v", c.ts, c.p, off, found, err)
+			if err == nil && found {
+				pm.oft = append(pm.oft, oftResult{ts: c.ts, offset: off, hw: hw})
+			}
+		}
+	}
+}
+
+func (w *World) read(a *Actor, pm *part, l *partition.Log, c cmd) {
+	a.note("READ %d from %d max %d/%dB", pm.p, c.offset, c.max, c.maxBytes)
+	recs, b, err := w.readAt(pm, l, w.net.Client(a), objects{inner: w.objs, a: a, w: w}, c.offset, c.max, c.maxBytes)
+	w.res.Reads++
+	a.note("READ %d from %d: %d records, hw %d, %v", pm.p, c.offset, len(recs), b.HighWatermark, err)
+	if err != nil {
+		var oor *partition.OutOfRangeError
+		if errors.As(err, &oor) || errors.Is(err, partition.ErrUnavailable) || errors.Is(err, meta.ErrUnavailable) || w.damageExplains(pm, err) {
+			return
+		}
+		w.fail(fmt.Errorf("I3: %d: read from %d (committed hw %d): %v", pm.p, c.offset, pm.maxHW, err))
+		return
+	}
+	w.checkRecords(pm, c.offset, recs, "reader "+a.Name)
+}
+
+// checkRecords checks what a read from offset returned: dense offsets from
+// offset on, each record as the model knows it.
+func (w *World) checkRecords(pm *part, offset int64, recs []segRecord, who string) {
+	if len(recs) > 0 && recs[0].Offset != offset {
+		w.fail(fmt.Errorf("I1: %d: %s read from %d returned first offset %d", pm.p, who, offset, recs[0].Offset))
+	}
+	for i, r := range recs {
+		if i > 0 && r.Offset != recs[i-1].Offset+1 {
+			w.fail(fmt.Errorf("I1: %d: %s read from %d: offset %d after %d", pm.p, who, offset, r.Offset, recs[i-1].Offset))
+		}
+		if err := w.sawRecord(pm, r.Offset, string(r.Value), r.Timestamp, who); err != nil {
+			w.fail(err)
+		}
+	}
+}

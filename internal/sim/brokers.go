@@ -1,0 +1,212 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/tierlog/tierlog/pkg/broker"
+	"github.com/tierlog/tierlog/pkg/partition"
+	"github.com/tierlog/tierlog/pkg/tier"
+)
+
+// AddBroker adds a broker process (pkg/broker over its own NFS client, meta
+// connection and object store client): it produces with ProducePartition
+// and reads with Fetch and OffsetForTime, which read the cold tier through
+// the broker's own path. release: ReleaseEachBatch (Lambda).
+func (w *World) AddBroker(name string, release bool) *Actor {
+	return w.s.addActor(name, "broker", w.skew(), func(a *Actor) { w.brokerBody(a, release) })
+}
+
+func (w *World) newBroker(a *Actor, release bool) *broker.Broker {
+	cli := w.srv.NewClient(a)
+	a.onCrash = cli.crash
+	for {
+		b, err := broker.New(bg, broker.Config{
+			DataDir: w.root, Meta: w.net.Client(a), FS: cli, Objects: objects{inner: w.objs, a: a, w: w},
+			Owner: fmt.Sprintf("%s.%d", a.Name, a.incarnation), LeaseTTL: w.cfg.LeaseTTL,
+			ReleaseEachBatch: release, IndexIntervalBytes: w.idxB, Cache: tier.NewCache(1 << 20),
+			Now: a.Now, Logger: slog.New(slog.DiscardHandler),
+		})
+		if err == nil {
+			return b
+		}
+		a.note("broker: %v", err)
+		w.idle(a)
+	}
+}
+
+func (w *World) brokerBody(a *Actor, release bool) {
+	b := w.newBroker(a, release)
+	for {
+		c := w.idle(a)
+		switch c.kind {
+		case cmdAppend:
+			w.produce(a, c.p, c.n, c.pad, func(recs []partition.Record) (partition.Appended, string, error) {
+				in := make([]broker.ProduceRecord, len(recs))
+				for i, r := range recs {
+					in[i] = broker.ProduceRecord{Key: r.Key, Value: r.Value, Partition: c.p}
+				}
+				delete(w.net.lastCommit, a)
+				out, err := b.ProducePartition(bg, w.topic.Name, c.p, in)
+				if err != nil {
+					return partition.Appended{}, "", err
+				}
+				return partition.Appended{BaseOffset: out[0].Offset, Timestamp: out[0].Timestamp}, w.net.lastCommit[a].id, nil
+			})
+		case cmdRead:
+			w.brokerFetch(a, b, c)
+		case cmdOffsetForTime:
+			w.brokerOffsetForTime(a, b, c)
+		}
+	}
+}
+
+// current is the model of the partition a broker operation went to, or
+// nil when it went to another incarnation than the current one (a cached
+// one; checkStale says whether that was allowed).
+func (w *World) current(a *Actor, p int, what string, served int) *part {
+	rd, ok := w.net.lastRead[a]
+	if !ok || len(w.parts) == 0 || rd.id != w.topic.ID {
+		if at, gone := w.gone[rd.id]; ok && gone && rd.step > at && served > 0 {
+			w.fail(fmt.Errorf("audit finding 3: %s's %s of %s/%d read incarnation %s at step %d, after its topic item was deleted at step %d: it serves %d records of a deleted topic under the name",
+				a.Name, what, w.topic.Name, p, rd.id, rd.step, at, served))
+		}
+		return nil
+	}
+	return w.parts[p]
+}
+
+// brokerFetch: a fetch racing tiering and retention answers records or
+// out of range, never another error (audit findings 5 and 7); one below
+// the high watermark that answers records answers at least one (finding
+// 8); damaged records are refused, never served.
+func (w *World) brokerFetch(a *Actor, b *broker.Broker, c cmd) {
+	a.note("FETCH %d from %d max %d/%dB", c.p, c.offset, c.max, c.maxBytes)
+	delete(w.net.lastRead, a)
+	res, err := b.Fetch(bg, broker.FetchRequest{Topic: w.topic.Name, Partition: c.p, Offset: c.offset, MaxRecords: c.max, MaxBytes: c.maxBytes})
+	w.res.Reads++
+	a.note("FETCH %d from %d: %d records, hw %d, log start %d, %v", c.p, c.offset, len(res.Records), res.HighWatermark, res.LogStartOffset, err)
+	pm := w.current(a, c.p, "fetch", len(res.Records))
+	if err != nil {
+		var oor *broker.OffsetOutOfRangeError
+		switch {
+		case errors.As(err, &oor), errors.Is(err, broker.ErrUnavailable), errors.Is(err, broker.ErrTopicNotFound), errors.Is(err, errS3):
+			// (an injected S3 5xx comes back unmapped: objstore has no
+			// unavailable error the broker could map to 503)
+		case pm != nil && w.damageExplains(pm, err):
+		case pm == nil && len(w.parts) > 0 && len(w.gone) > 0 && isDamage(err):
+			// an older incarnation's damage
+		default:
+			w.fail(fmt.Errorf("audit findings 5/7: %s: fetch %d from %d (committed hw %d) answered neither records nor out of range: %v", a.Name, c.p, c.offset, w.hw(c.p), err))
+		}
+		return
+	}
+	if pm == nil {
+		return
+	}
+	if len(res.Records) == 0 && c.offset < res.HighWatermark {
+		w.fail(fmt.Errorf("audit finding 8: %s: fetch %d from %d below the high watermark %d answered no records (max %d records, %d bytes)", a.Name, c.p, c.offset, res.HighWatermark, c.max, c.maxBytes))
+	}
+	w.checkRecords(pm, c.offset, res.Records, "broker "+a.Name)
+}
+
+func (w *World) hw(p int) int64 {
+	if p < len(w.parts) {
+		return w.committed(w.parts[p]).NextOffset
+	}
+	return -1
+}
+
+// brokerOffsetForTime checks Broker.OffsetForTime against the model at
+// once: the answer is at or before the first known record (acknowledged or
+// read) at or after the time that was committed when the lookup started
+// and is above the log start when it ended; it is found if there is one;
+// its record is at or after the time. A lookup racing tiering that skips a
+// segment is audit finding 5.
+func (w *World) brokerOffsetForTime(a *Actor, b *broker.Broker, c cmd) {
+	var hw0 int64 = -1
+	if c.p < len(w.parts) {
+		hw0 = w.committed(w.parts[c.p]).NextOffset
+	}
+	id0 := w.topic.ID
+	delete(w.net.lastRead, a)
+	to, err := b.OffsetForTime(bg, w.topic.Name, c.p, c.ts)
+	a.note("OFFSET FOR TIME %d of %d: %+v %v", c.ts, c.p, to, err)
+	pm := w.current(a, c.p, "offset for time", 0)
+	if err != nil {
+		switch {
+		case errors.Is(err, broker.ErrUnavailable), errors.Is(err, broker.ErrTopicNotFound), errors.Is(err, errS3):
+		case pm != nil && w.damageExplains(pm, err):
+		default:
+			w.fail(fmt.Errorf("%s: offset for time %d of %d: %v", a.Name, c.ts, c.p, err))
+		}
+		return
+	}
+	if pm == nil || id0 != w.topic.ID || len(pm.damaged) > 0 {
+		return
+	}
+	start := w.committed(pm).LogStartOffset
+	first := int64(-1)
+	known := func(off int64) (rec, bool) {
+		if r, ok := pm.acked[off]; ok {
+			return r, true
+		}
+		r, ok := pm.seen[off]
+		return r, ok
+	}
+	for off := start; off < hw0; off++ {
+		if r, ok := known(off); ok && r.ts >= c.ts {
+			first = off
+			break
+		}
+	}
+	switch {
+	case first >= 0 && !to.Found:
+		w.fail(fmt.Errorf("audit finding 5: %s: offset for time %d of %d found nothing; offset %d (committed, above the log start %d) has a timestamp at or after it", a.Name, c.ts, c.p, first, start))
+	case first >= 0 && to.Offset > first:
+		r, _ := known(first)
+		w.fail(fmt.Errorf("audit finding 5: %s: offset for time %d of %d answered %d; offset %d has timestamp %d, at or after it (log start %d): a segment was skipped", a.Name, c.ts, c.p, to.Offset, first, r.ts, start))
+	case to.Found && to.Timestamp < c.ts:
+		w.fail(fmt.Errorf("I6: %s: offset for time %d of %d answered %d with timestamp %d, before it", a.Name, c.ts, c.p, to.Offset, to.Timestamp))
+	}
+	if to.Found {
+		if r, ok := known(to.Offset); ok && r.ts != to.Timestamp {
+			w.fail(fmt.Errorf("I6: %s: offset for time %d of %d answered %d with timestamp %d; it has %d", a.Name, c.ts, c.p, to.Offset, to.Timestamp, r.ts))
+		}
+	}
+}
+
+// AddAdmin adds the admin process of churn seeds: now and then it deletes
+// the topic through Broker.DeleteTopic (a crash may interrupt it: the
+// restarted process deletes again) and creates the next incarnation.
+func (w *World) AddAdmin(name string) *Actor {
+	return w.s.addActor(name, "admin", w.skew(), w.adminBody)
+}
+
+func (w *World) adminBody(a *Actor) {
+	b := w.newBroker(a, true)
+	for {
+		w.idle(a)
+		_, err := w.net.inner.Topic(bg, w.topic.Name)
+		exists := err == nil
+		switch {
+		case !exists:
+			a.note("CREATE TOPIC %s", w.topic.Name)
+			err := w.createTopic(a)
+			a.note("CREATE TOPIC %s: %v", w.topic.Name, err)
+			if err == nil {
+				w.deleting = false
+			}
+		case w.deleting || (!w.quiet && (w.script || w.s.rng.IntN(40) == 0)):
+			// An operator retries a delete that did not finish (a crash).
+			w.deleting = true
+			a.note("DELETE TOPIC %s", w.topic.Name)
+			err := b.DeleteTopic(bg, w.topic.Name)
+			a.note("DELETE TOPIC %s: %v", w.topic.Name, err)
+		default:
+			a.pausedUntil = w.s.now + w.s.between(100*time.Millisecond, 500*time.Millisecond)
+		}
+	}
+}
