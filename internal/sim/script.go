@@ -26,7 +26,7 @@ func NewScript(segmentBytes int64) *Script {
 	cfg.IndexBytes = 100
 	cfg.Trace, cfg.TraceAll = true, true
 	cfg.Compactors, cfg.Brokers, cfg.Churn = -1, -1, -1
-	cfg.Partitions = 1
+	cfg.Partitions = 2
 	cfg.RetryFor = 0
 	cfg.Objects = ObjFaults{}
 	cfg.Damage = 0
@@ -196,3 +196,41 @@ func (sc *Script) Live(a *Actor, bound time.Duration) {
 
 // Acked reports whether a's last append was acknowledged.
 func (sc *Script) Acked() int { return sc.W.res.AppendOK }
+
+// Broker adds a broker process (release: ReleaseEachBatch) and starts it.
+func (sc *Script) Broker(name string, release bool) *Actor {
+	a := sc.W.AddBroker(name, release)
+	sc.start(a)
+	return a
+}
+
+// Admin adds the admin process (topic delete and create) and starts it.
+func (sc *Script) Admin(name string) *Actor {
+	a := sc.W.AddAdmin(name)
+	sc.start(a)
+	return a
+}
+
+// Produce has broker b produce n records to partition p.
+func (sc *Script) Produce(b *Actor, p, n int) {
+	sc.Until(b, cmd{kind: cmdAppend, p: p, n: n}, opIdle, "")
+}
+
+// Fetch has broker b fetch partition p from offset.
+func (sc *Script) Fetch(b *Actor, p int, offset int64) {
+	sc.Until(b, cmd{kind: cmdRead, p: p, offset: offset, max: 1000, maxBytes: 1 << 20}, opIdle, "")
+}
+
+// Churn has the admin take its next step: delete the topic if it exists
+// (or finish a delete that did not), else create it again.
+func (sc *Script) Churn(adm *Actor) { sc.Until(adm, cmd{kind: cmdChurn}, opIdle, "") }
+
+// ChurnUntil is Churn, stopped before the admin's op on name (suffix).
+func (sc *Script) ChurnUntil(adm *Actor, op, suffix string) {
+	sc.Until(adm, cmd{kind: cmdChurn}, op, suffix)
+}
+
+// DelayNext delays a's next metadata write whose description starts with
+// prefix ("delete topic", "commit"...): a timeout for a, the request lands
+// at Deliver.
+func (sc *Script) DelayNext(a *Actor, prefix string) { sc.W.net.delayNext[a] = prefix }
