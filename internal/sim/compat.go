@@ -7,6 +7,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/tierlog/tierlog/pkg/meta"
@@ -36,3 +37,15 @@ func offsetForTime(l *partition.Log, ts int64) (int64, bool, error) {
 	off, _, found, err := l.OffsetForTime(bg, ts, 0)
 	return off, found, err
 }
+
+// damagedNext: err is a *partition.DamagedError; where good records resume.
+func damagedNext(err error) (int64, bool) {
+	var de *partition.DamagedError
+	if errors.As(err, &de) {
+		return de.Next, true
+	}
+	return 0, false
+}
+
+// itemDeleted: the partition item is fenced for deletion.
+func itemDeleted(p *meta.Partition) bool { return p.Deleted }

@@ -118,8 +118,8 @@ func toSegs(ss []metaSeg) []segSeg {
 
 // isDamage: err reports damaged or missing committed bytes.
 func isDamage(err error) bool {
-	var de *partition.DamagedError
-	return errors.As(err, &de) || errors.Is(err, partition.ErrCorrupt) || errors.Is(err, segment.ErrCorrupt) || errors.Is(err, segment.ErrTruncated)
+	_, dmg := damagedNext(err)
+	return dmg || errors.Is(err, partition.ErrCorrupt) || errors.Is(err, segment.ErrCorrupt) || errors.Is(err, segment.ErrTruncated)
 }
 
 // damageExplains: the error is one damage in pm's files may cause.

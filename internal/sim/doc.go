@@ -1,11 +1,13 @@
 // Package sim is the deterministic simulation of the write path (DESIGN.md
-// section 10): one process runs writers, zombies and readers of one
-// partition over a simulated NFS file system and a simulated DynamoDB,
-// driven by one seeded scheduler and one fake clock, and checks the
-// invariants after every step. It drives the real code: partition.Open,
-// (*partition.Log).Append, Read, OffsetForTime and Close, each simulated
-// process or Lambda container being its own *partition.Log on its own NFS
-// client.
+// section 10): one process runs writers, zombies, readers, brokers,
+// compactors and an admin of one topic of 1-3 partitions over a simulated
+// NFS file system, a simulated DynamoDB and a simulated S3, driven by one
+// seeded scheduler and one fake clock, and checks the invariants after
+// every step. It drives the real code: partition.Open, (*partition.Log)
+// Append, Read, OffsetForTime and Close; broker.New, ProducePartition,
+// Fetch, OffsetForTime and DeleteTopic; compactor passes. Each simulated
+// process or Lambda container has its own NFS client, metadata connection
+// and object store client.
 //
 // # Scheduler
 //
@@ -21,6 +23,12 @@
 // ±200 ms).
 //
 // Actors:
+//   - every writer (and broker) is a client that retries a batch that
+//     failed as unavailable (a 503: lease held, metadata unavailable, a
+//     failed fsync...) after a backoff of 20-800 ms of virtual time, for
+//     up to RetryFor (5 s); each attempt has its own values (no idempotent
+//     producer), so contention becomes acknowledged records. Each batch
+//     goes to a random partition;
 //   - server writers: HoldLease, keep the lease between batches (the local
 //     server, or aws with ReleaseEachBatch=false);
 //   - Lambda writers: acquire and release per batch; a container is
@@ -31,10 +39,21 @@
 //   - readers: fetch containers that Read from random offsets (and ask
 //     OffsetForTime) through their own warm Log, and read offsets below the
 //     hot start from the cold tier (catalog entry, then pkg/tier);
-//   - compactors: pkg/compactor passes over the partition (finalize to
-//     pkg/objstore/mem, retention when the topic has retention_bytes, hot
-//     and cold cleanup), each pass on a new NFS client, passes of two
-//     compactors overlapping.
+//   - compactors: pkg/compactor passes (finalize to pkg/objstore/mem,
+//     retention when the topic has retention_bytes, hot and cold cleanup)
+//     over every partition of the topic as read from the store, in a
+//     random order, each pass on a new NFS client, passes of two
+//     compactors overlapping;
+//   - brokers (brokers.go): pkg/broker processes, HoldLease or
+//     ReleaseEachBatch, that produce with ProducePartition and read with
+//     Fetch and OffsetForTime, whose cold-tier path (catalog, pkg/tier,
+//     cache on or off per seed) races compactor passes;
+//   - the admin (churn seeds, one in four): now and then deletes the topic
+//     with Broker.DeleteTopic and creates it again under the next id
+//     (id1, id2...: a random id would make runs differ) while brokers keep
+//     the old incarnation cached; a crash mid-delete leaves it to the
+//     restarted admin, which deletes again. Churn is off in TestSimulate
+//     while the bug it finds is open (open_test.go).
 //
 // Both kinds of writers append batches of 1-4 records with unique values
 // ("<actor>/b<batch>/r<i>/xxx"), so every byte a reader gets can be traced
@@ -58,7 +77,9 @@
 //
 // Faults (FSFaults, per call, chosen by the seed): fsync (or close) fails
 // with EIO and drops the client's unsynced pages, some of which may have
-// reached the server; pwrite fails (EIO, ENOSPC) or is short; an exclusive
+// reached the server; a background writeback fails silently (its pages
+// are dropped, marked clean) and the next fsync or close of the file
+// reports EIO, once (Linux after a failed writeback); pwrite fails (EIO, ENOSPC) or is short; an exclusive
 // create fails, or is applied but its reply is lost; an open through a
 // cached name of a file another client removed answers ESTALE, as do
 // reads and writes of a handle whose file another client removed; a
@@ -67,15 +88,38 @@
 // point: the process runs no further code, then starts again as a new
 // process.
 //
+// Damage (damage.go, a scheduler event): bit rot at the server, in a
+// committed segment file not yet tiered (sealed or active): a byte of a
+// record flips, or the file loses its tail. The model marks the records
+// whose bytes changed (decoded from the bytes before, past the committed
+// length too; between two damages of one file, everything between, as
+// pkg/segment's resync rule allows): they may be refused (a
+// *partition.DamagedError, ErrCorrupt), never served as anything but what
+// was acknowledged; every other record must stay readable, and writes go
+// on.
+//
+// # Object store (tiering.go)
+//
+// pkg/objstore/mem behind ObjFaults, per call: a put refused; a put
+// applied whose answer is lost; a get or head that fails (a 5xx, which the
+// broker cannot map to 503: objstore has no such error); a slow call (the
+// actor waits 50-1500 ms of virtual time for the answer, the request done:
+// a yield point where a pass, a retention or a takeover runs). A get right
+// after a delete answers not found (as S3 does).
+//
 // # Metadata store (metastore.go)
 //
 // The reference store (pkg/meta/mem) behind a network that, per write
 // (MetaFaults): refuses it (not applied, ErrUnavailable); loses the answer
 // (applied, ErrUnavailable); delays it (ErrUnavailable now, the request
 // lands later, after other actors' requests, or is lost); duplicates it
-// (applied and answered, and a retried copy lands again later). Reads may
-// fail. A late or duplicated commit landing after newer ones is exactly
-// audit finding 2.
+// (applied and answered, and a retried copy lands again later). A share
+// (LongDelay) of delayed requests is held 3-6 lease TTLs: a late commit
+// lands after a takeover and the new owner's commits. Reads may fail. A
+// late or duplicated commit landing after newer ones is exactly audit
+// finding 2. The store wrapper also tells the model which incarnation each
+// actor's last answered commit and last partition read were of, and which
+// incarnation a topic delete request was meant for.
 //
 // # Invariants (world.go)
 //
@@ -98,6 +142,27 @@
 //   - I5: follows from I2 and I3: committed bytes never change;
 //   - I6: timestamps non-decreasing; OffsetForTime answers the first offset
 //     at or after the time.
+//
+// Checks of the audit findings (each also a scenario where it can be
+// scripted):
+//   - finding 3: an acknowledged write is readable under the topic name:
+//     a commit into an incarnation answered after its topic item was
+//     deleted is a violation, and so is a fetch serving records of an
+//     incarnation read after that; a topic delete request deletes the
+//     incarnation it was sent for and no other;
+//   - finding 4: whenever the log start moved, the segments from it on
+//     (catalog and item, each offset range once) hold at least
+//     retention_bytes;
+//   - findings 5 and 7: Broker.Fetch answers records, out of range or
+//     unavailable, never another error (damage aside); Broker.OffsetForTime
+//     is checked at once against a brute force over the model (every
+//     acknowledged or read record committed when it started and above the
+//     log start when it ended): it never skips a segment;
+//   - finding 8: a Broker.Fetch below the high watermark that answers 200
+//     answers at least one record;
+//   - finding 9: when the run ends, two compactor passes with no faults
+//     tier every sealed segment above the log start whose file is not
+//     damaged.
 //
 // Every FullCheckEvery steps, when the faults stop and at the end, the
 // whole log is read back and checked. Liveness: after Steps steps the
@@ -140,11 +205,18 @@
 // # Older checkouts
 //
 // compat.go holds what depends on the metadata contract of 83de3c9 and
-// later. To run the simulation against ba945fc:
+// later (and partition.DamagedError, item fencing). To run the simulation
+// against ba945fc:
 //
-//	git worktree add --detach /tmp/sim-ba945fc ba945fc
-//	mkdir -p /tmp/sim-ba945fc/internal/sim && cp internal/sim/*.go /tmp/sim-ba945fc/internal/sim/
-//	rm /tmp/sim-ba945fc/internal/sim/tiering.go   # no compactor over segment.FS there
-//	cp internal/sim/compat_ba945fc.go.txt /tmp/sim-ba945fc/internal/sim/compat.go
-//	(cd /tmp/sim-ba945fc && go test ./internal/sim -run TestScenarios -v)
+//	git worktree add --detach /tmp/simold ba945fc
+//	mkdir -p /tmp/simold/internal/sim && cp internal/sim/*.go /tmp/simold/internal/sim/
+//	rm /tmp/simold/internal/sim/compactor.go   # no compactor over segment.FS there
+//	cp internal/sim/compat_ba945fc.go.txt /tmp/simold/internal/sim/compat.go
+//	(cd /tmp/simold && go test ./internal/sim -run TestScenarios -v)
+//	rm -rf /efs   # ba945fc's broker makes its directories with os.MkdirAll
+//
+// There no compactor runs (it reads the hot tier through package os), so
+// the checks of findings 4, 5, 7, 8 and 9 cannot fail there; random runs
+// stop at the first damaged record (ba945fc has no resync: ErrCorrupt for
+// everything after it).
 package sim

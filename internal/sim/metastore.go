@@ -227,7 +227,7 @@ func (c *MetaClient) Partition(ctx context.Context, k meta.PartitionKey) (meta.P
 	}
 	p, err := c.n.inner.Partition(bg, k)
 	c.a.note("get item %d: %s", k.Partition, itemString(&p))
-	if c.a != nil && err == nil && !p.Deleted && p.Epoch > 0 {
+	if c.a != nil && err == nil && !itemDeleted(&p) && p.Epoch > 0 {
 		c.n.lastRead[c.a] = stepOf{id: k.TopicID, step: c.n.w.s.step}
 	}
 	return p, err

@@ -2,6 +2,7 @@
 
 package sim
 
-// Under the race detector (make test) a step costs about ten times more:
-// the 2,000 seeds of CI run 250 steps each instead of 400.
-const raceSteps = 250
+// Under the race detector (make test) a step costs about six times more:
+// the 2,000 seeds of CI run 200 steps each instead of 400 (about 70 s on
+// two cores).
+const raceSteps = 200

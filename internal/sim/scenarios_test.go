@@ -190,12 +190,14 @@ func zombieLateCommit(sc *Script) {
 // before the partition items are; b then produces through its cached
 // incarnation. On ba945fc the partition item was still writable (no
 // fence): b's write was acknowledged into id1, which nobody can read under
-// the name t. Since 7c5… (FencePartition before the topic item is
+// the name t. Since e54e7b9 (FencePartition before the topic item is
 // deleted) the produce is refused (topic not found) and the next one goes
 // to the new incarnation.
 //
-// Failed on ba945fc: see the report in internal/sim/doc.go (Older
-// checkouts).
+// Failed on ba945fc (the shim of doc.go): "step 58: I2 (audit finding 3):
+// b's write at t/0 offset 1 was acknowledged (committed at step 55) into
+// incarnation id1, whose topic item was deleted at step 21: it is not
+// readable under the topic name".
 func audit3(sc *Script) {
 	b := sc.Broker("b", true)
 	adm := sc.Admin("adm")
@@ -221,9 +223,9 @@ func audit3(sc *Script) {
 // it three ways (two stale brokers; one broker whose duplicated or late
 // Acquire re-created the item; one broker whose Verify read failed once).
 //
-// Fails on HEAD (88bec41): "I2 (audit finding 3): b1's write at t/1
-// offset 0 was acknowledged (committed at step …) into incarnation id1,
-// whose topic item was deleted at step …".
+// Fails on HEAD (447bb74) and on ba945fc: "I2 (audit finding 3): b1's
+// write at t/1 offset 0 was acknowledged (committed at step 95) into
+// incarnation id1, whose topic item was deleted at step 68".
 func staleItemRecreated(sc *Script) {
 	b0 := sc.Broker("b0", true)
 	b1 := sc.Broker("b1", true)
@@ -243,7 +245,7 @@ func staleItemRecreated(sc *Script) {
 // first request lands: meta DeleteTopic deletes by name (DynamoDB:
 // attribute_exists only), so it deletes id2, which nobody deleted.
 //
-// Fails on HEAD (88bec41) and on ba945fc: "delete replay: a request to
+// Fails on HEAD (447bb74) and on ba945fc: "delete replay: a request to
 // delete topic t incarnation id1 (…) deleted incarnation id2".
 func deleteReplay(sc *Script) {
 	b := sc.Broker("b", true)

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -320,7 +319,7 @@ func (w *World) check(full bool) error {
 
 func (w *World) checkPart(pm *part, full bool) error {
 	p := w.committed(pm)
-	if p.Deleted {
+	if itemDeleted(&p) {
 		return nil // the admin is deleting the topic
 	}
 	if p.NextOffset < pm.maxHW {
@@ -478,10 +477,9 @@ func (w *World) fullCheck(pm *part) error {
 	for off := b.LogStartOffset; off < b.HighWatermark; {
 		recs, _, err := w.readAt(pm, l, w.net.Client(nil), objects{inner: w.objs}, off, 1000, 1<<20)
 		if err != nil {
-			var de *partition.DamagedError
-			if errors.As(err, &de) && w.damageExplains(pm, err) && de.Next > off {
+			if next, ok := damagedNext(err); ok && w.damageExplains(pm, err) && next > off {
 				w.s.eventf("checker: %d: read from %d: %v", pm.p, off, err)
-				off = de.Next
+				off = next
 				continue
 			}
 			return fmt.Errorf("I2: %d: committed offset %d (hw %d) unreadable from durable state: %v", pm.p, off, b.HighWatermark, err)
