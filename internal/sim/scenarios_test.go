@@ -225,7 +225,8 @@ func audit3(sc *Script) {
 //
 // Fails on HEAD (447bb74) and on ba945fc: "I2 (audit finding 3): b1's
 // write at t/1 offset 0 was acknowledged (committed at step 95) into
-// incarnation id1, whose topic item was deleted at step 68".
+// incarnation id1, whose topic item was deleted at step 68" (on ba945fc
+// the same at steps 81 and 59).
 func staleItemRecreated(sc *Script) {
 	b0 := sc.Broker("b0", true)
 	b1 := sc.Broker("b1", true)
