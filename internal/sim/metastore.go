@@ -202,17 +202,15 @@ func (c *MetaClient) Topics(ctx context.Context) ([]meta.TopicConfig, error) {
 	return c.n.inner.Topics(bg)
 }
 
-// DeleteTopic implements meta.Store.
-func (c *MetaClient) DeleteTopic(ctx context.Context, name string) error {
-	// The incarnation the caller means to delete: the one it read (the
-	// broker reads the topic first; so does every caller of the API).
-	meant, _ := c.n.inner.Topic(bg, name)
-	return c.write(opMetaW, "delete topic "+name+" "+meant.ID, func() error {
+// DeleteTopic implements meta.Store. The check stays: a request applied
+// late must never delete an incarnation it was not sent for.
+func (c *MetaClient) DeleteTopic(ctx context.Context, name, id string) error {
+	return c.write(opMetaW, "delete topic "+name+" "+id, func() error {
 		cur, cerr := c.n.inner.Topic(bg, name)
-		err := c.n.inner.DeleteTopic(bg, name)
+		err := c.n.inner.DeleteTopic(bg, name, id)
 		if err == nil && cerr == nil {
-			if cur.ID != meant.ID && c.n.violation == nil {
-				c.n.violation = fmt.Errorf("delete replay: a request to delete topic %s incarnation %s (sent before it was deleted and created again) deleted incarnation %s: its acknowledged writes are gone although nobody deleted it", name, meant.ID, cur.ID)
+			if cur.ID != id && c.n.violation == nil {
+				c.n.violation = fmt.Errorf("delete replay: a request to delete topic %s incarnation %s (sent before it was deleted and created again) deleted incarnation %s: its acknowledged writes are gone although nobody deleted it", name, id, cur.ID)
 			}
 			c.n.w.onTopicDeleted(cur)
 		}

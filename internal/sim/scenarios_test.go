@@ -27,10 +27,8 @@ var scenarios = []scenario{
 	{name: "zombie-fenced-by-takeover", run: zombieFenced},
 	{name: "zombie-commit-after-takeover", run: zombieLateCommit},
 	{name: "audit3-interrupted-delete-stale-writer", run: audit3},
-	{name: "stale-item-recreated-skips-verify", run: staleItemRecreated,
-		open: "a deleted partition item re-created by a stale broker is fresh only at epoch 1: the next stale Acquire (epoch 2) skips Verify and acknowledges into the deleted incarnation"},
-	{name: "delete-replay-deletes-recreated-topic", run: deleteReplay,
-		open: "meta DeleteTopic is conditioned on the name only: a late copy of an earlier delete deletes the topic created again"},
+	{name: "stale-item-recreated-skips-verify", run: staleItemRecreated},
+	{name: "delete-replay-deletes-recreated-topic", run: deleteReplay},
 }
 
 func TestScenarios(t *testing.T) {
@@ -187,8 +185,8 @@ func zombieLateCommit(sc *Script) {
 
 // audit3 is finding 3: broker b has topic t (id1) cached; the admin's
 // DeleteTopic is interrupted (a crash) after the topic item is gone and
-// before the partition items are; b then produces through its cached
-// incarnation. On ba945fc the partition item was still writable (no
+// before the files are (on ba945fc: before the partition items were); b
+// then produces through its cached incarnation. On ba945fc the partition item was still writable (no
 // fence): b's write was acknowledged into id1, which nobody can read under
 // the name t. Since e54e7b9 (FencePartition before the topic item is
 // deleted) the produce is refused (topic not found) and the next one goes
@@ -202,8 +200,8 @@ func audit3(sc *Script) {
 	b := sc.Broker("b", true)
 	adm := sc.Admin("adm")
 	sc.Produce(b, 0, 1) // b caches id1
-	sc.ChurnUntil(adm, opMetaW, "delete partition")
-	sc.Crash(adm)       // the topic item is gone, the partition items are not
+	sc.ChurnUntil(adm, opDir, "t~id1")
+	sc.Crash(adm)       // the topic item is gone, the files are not
 	sc.Produce(b, 0, 2) // through the cached incarnation
 	sc.Churn(adm)       // the restarted admin creates t again (id2)
 	sc.Produce(b, 0, 1) // refused once more, or into id2
@@ -223,10 +221,12 @@ func audit3(sc *Script) {
 // it three ways (two stale brokers; one broker whose duplicated or late
 // Acquire re-created the item; one broker whose Verify read failed once).
 //
-// Fails on HEAD (447bb74) and on ba945fc: "I2 (audit finding 3): b1's
-// write at t/1 offset 0 was acknowledged (committed at step 95) into
-// incarnation id1, whose topic item was deleted at step 68" (on ba945fc
-// the same at steps 81 and 59).
+// Failed on 447bb74 and on ba945fc: "I2 (audit finding 3): b1's write at
+// t/1 offset 0 was acknowledged (committed at step 95) into incarnation
+// id1, whose topic item was deleted at step 68" (on ba945fc the same at
+// steps 81 and 59). Fixed twice over: DeleteTopic keeps the fenced items as
+// tombstones (a stale Acquire finds them fenced), and the partition checks
+// its topic whenever an acquired item is empty, whatever its epoch.
 func staleItemRecreated(sc *Script) {
 	b0 := sc.Broker("b0", true)
 	b1 := sc.Broker("b1", true)
@@ -246,8 +246,9 @@ func staleItemRecreated(sc *Script) {
 // first request lands: meta DeleteTopic deletes by name (DynamoDB:
 // attribute_exists only), so it deletes id2, which nobody deleted.
 //
-// Fails on HEAD (447bb74) and on ba945fc: "delete replay: a request to
-// delete topic t incarnation id1 (…) deleted incarnation id2".
+// Failed on 447bb74 and on ba945fc: "delete replay: a request to delete
+// topic t incarnation id1 (…) deleted incarnation id2". Fixed: meta
+// DeleteTopic takes the incarnation's id and deletes only that one.
 func deleteReplay(sc *Script) {
 	b := sc.Broker("b", true)
 	adm := sc.Admin("adm")

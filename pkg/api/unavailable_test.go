@@ -53,11 +53,11 @@ func (f *flakyStore) Topics(ctx context.Context) ([]meta.TopicConfig, error) {
 	return f.Store.Topics(ctx)
 }
 
-func (f *flakyStore) DeleteTopic(ctx context.Context, name string) error {
+func (f *flakyStore) DeleteTopic(ctx context.Context, name, id string) error {
 	if err := f.fail("delete topic"); err != nil {
 		return err
 	}
-	return f.Store.DeleteTopic(ctx, name)
+	return f.Store.DeleteTopic(ctx, name, id)
 }
 
 func (f *flakyStore) CommitOffsets(ctx context.Context, group string, offsets []meta.GroupOffset) error {

@@ -383,8 +383,17 @@ func (t *topic) part(ctx context.Context, p int) (*partition.Log, error) {
 //
 //  1. fences every partition item (FencePartition): from here no writer in
 //     any process, whatever incarnation it has cached, can acquire or commit;
-//  2. deletes the topic item: the topic is gone for clients;
-//  3. removes the files, then the partition items.
+//  2. deletes the topic item (this incarnation's only: a late copy of the
+//     request never deletes a topic created again): the topic is gone for
+//     clients;
+//  3. removes the files.
+//
+// The fenced partition items stay, as tombstones: a process with the old
+// incarnation cached, or a late Acquire still in the network, finds them
+// fenced. Were they deleted, such an Acquire would create the item afresh
+// (the partition then checks the topic before writing, but a tombstone
+// refuses without asking). They are small, one per partition of a deleted
+// topic.
 //
 // A crash after 1 leaves the topic listed but unwritable (produce answers
 // topic_not_found) until the delete is retried; a crash after 2 leaves
@@ -421,7 +430,7 @@ func (b *Broker) DeleteTopic(ctx context.Context, name string) error {
 	if b.crashed("fence") {
 		return errCrashed
 	}
-	if err := b.cfg.Meta.DeleteTopic(ctx, name); err != nil {
+	if err := b.cfg.Meta.DeleteTopic(ctx, name, cfg.ID); err != nil {
 		if errors.Is(err, meta.ErrNotFound) {
 			return fmt.Errorf("%w: %q", ErrTopicNotFound, name)
 		}
@@ -437,12 +446,6 @@ func (b *Broker) DeleteTopic(ctx context.Context, name string) error {
 	}
 	if b.crashed("files") {
 		return errCrashed
-	}
-	for p := 0; p < cfg.Partitions; p++ {
-		k := meta.PartitionKey{Topic: cfg.Name, TopicID: cfg.ID, Partition: p}
-		if err := b.cfg.Meta.DeletePartition(ctx, k); err != nil && !errors.Is(err, meta.ErrNotFound) {
-			b.cfg.Logger.Warn("delete partition item", "topic", name, "partition", p, "err", err)
-		}
 	}
 	if b.cfg.OnDeleteTopic != nil {
 		b.cfg.OnDeleteTopic(ctx, cfg)
@@ -586,7 +589,7 @@ func (b *Broker) appendTo(ctx context.Context, t *topic, p int, batch []partitio
 		return partition.Appended{}, fmt.Errorf("%w: %s/%d", ErrMetadataBehind, t.cfg.Name, p)
 	}
 	app, err := l.Append(ctx, batch)
-	return app, t.mapErr(err)
+	return app, t.mapErr(ctx, err)
 }
 
 func checkBatch(recs []ProduceRecord) error {
@@ -620,10 +623,16 @@ func mapErr(err error) error {
 	return err
 }
 
-// mapErr is mapErr for an operation on t: a partition fenced for deletion
-// also means t is an incarnation to forget.
-func (t *topic) mapErr(err error) error {
+// mapErr is mapErr for an operation on t. A partition fenced for deletion
+// means t is an incarnation to forget: if the topic is gone or was created
+// again, the answer is the retryable errStaleTopic (the retry looks the name
+// up afresh); if t is still the topic, its delete is in progress (or was
+// interrupted), and the topic is as good as gone.
+func (t *topic) mapErr(ctx context.Context, err error) error {
 	if errors.Is(err, partition.ErrDeleted) {
+		if verr := t.verify(ctx); verr != nil {
+			return verr
+		}
 		t.stale.Store(true)
 	}
 	return mapErr(err)
@@ -660,7 +669,7 @@ func (b *Broker) Fetch(ctx context.Context, req FetchRequest) (FetchResult, erro
 		recs, bounds, err = b.fetchCold(ctx, t, l, req.Partition, req.Offset, maxRecords, maxBytes)
 	}
 	if err != nil {
-		return FetchResult{}, t.mapErr(err)
+		return FetchResult{}, t.mapErr(ctx, err)
 	}
 	next := req.Offset
 	if len(recs) > 0 {
@@ -745,7 +754,7 @@ func (b *Broker) topicOffsets(ctx context.Context, topicName string, p int) (str
 	}
 	bounds, err := l.Bounds(ctx)
 	if err != nil {
-		return "", Offsets{}, t.mapErr(err)
+		return "", Offsets{}, t.mapErr(ctx, err)
 	}
 	return t.cfg.ID, Offsets{LogStartOffset: bounds.LogStartOffset, HighWatermark: bounds.HighWatermark}, nil
 }
@@ -782,7 +791,7 @@ func (b *Broker) OffsetForTime(ctx context.Context, topicName string, p int, ts 
 		if errors.Is(err, partition.ErrNotHot) {
 			err = fmt.Errorf("%w: the cold tier boundary keeps moving", ErrUnavailable)
 		}
-		return to, t.mapErr(err)
+		return to, t.mapErr(ctx, err)
 	}
 }
 

@@ -205,9 +205,12 @@ type Store interface {
 	Topic(ctx context.Context, name string) (TopicConfig, error)
 	// Topics returns every topic, sorted by name.
 	Topics(ctx context.Context) ([]TopicConfig, error)
-	// DeleteTopic removes the topic item or returns ErrNotFound. Partition
-	// and group items are left for DeletePartition and cleanup.
-	DeleteTopic(ctx context.Context, name string) error
+	// DeleteTopic removes the topic item if it is incarnation id, else
+	// ErrNotFound (no topic of that name, or another incarnation). The id
+	// makes the delete safe against its own late copies: a request applied
+	// after the topic was deleted and created again must not delete the new
+	// one. Partition and group items are left for the caller.
+	DeleteTopic(ctx context.Context, name, id string) error
 
 	// Partition returns the partition item, or the zero state (Epoch 0,
 	// LastTS -1) with the key filled in if none exists yet.
@@ -242,8 +245,9 @@ type Store interface {
 	// create it afresh). Repeating it is harmless (each call bumps again).
 	// The compactor's advances still apply to a Deleted item.
 	FencePartition(ctx context.Context, k PartitionKey) error
-	// DeletePartition removes a partition item (topic deletion). It is
-	// unconditional, and deleting a missing item is not an error.
+	// DeletePartition removes a partition item. It is unconditional, and
+	// deleting a missing item is not an error. (Topic deletion keeps the
+	// fenced items as tombstones instead: see broker.DeleteTopic.)
 	DeletePartition(ctx context.Context, k PartitionKey) error
 
 	// AdvanceLogStart sets LogStartOffset to v if v is greater, and leaves

@@ -144,7 +144,7 @@ type Config struct {
 	Metrics *metrics.Set
 	// Verify, if set, is asked whether the partition still belongs to a
 	// live topic whenever its item looks never written (epoch 0 on read,
-	// epoch 1 on the first acquire): a process whose topic was deleted,
+	// empty on acquire): a process whose topic was deleted,
 	// or deleted and created again under a new id, would otherwise write
 	// into (or read from) an incarnation nobody reads. An error is
 	// returned as is, and nothing is written.
@@ -578,9 +578,13 @@ func (l *Log) roll(st *meta.Partition, now time.Time) error {
 	return nil
 }
 
-// fresh reports whether an acquired item was never written before.
+// fresh reports whether an acquired item holds nothing: never written, or
+// created afresh by an acquire of a partition whose item was deleted with
+// its topic. Whatever its epoch (earlier acquires may have found it empty
+// too, and been refused by Verify, or failed), the topic is checked before
+// the first write.
 func fresh(p *meta.Partition) bool {
-	return p.Epoch == 1 && p.Active == nil && p.NextOffset == 0 && len(p.Sealed) == 0
+	return p.Active == nil && p.NextOffset == 0 && len(p.Sealed) == 0 && p.LogStartOffset == 0
 }
 
 // trimSealed drops sealed segments wholly below the cold end.

@@ -62,7 +62,7 @@
 // them):
 //
 //	CreateTopic      PutItem    IF attribute_not_exists(pk)                 -> ErrTopicExists
-//	DeleteTopic      DeleteItem IF attribute_exists(pk)                     -> ErrNotFound
+//	DeleteTopic      DeleteItem IF attribute_exists(pk) AND id = :id          -> ErrNotFound
 //	Acquire          UpdateItem IF (attribute_not_exists(pk) OR attribute_not_exists(owner)
 //	                               OR owner = "" OR lease_until <= :now OR owner = :me)
 //	                               AND (attribute_not_exists(deleted) OR deleted = false)

@@ -3,6 +3,7 @@ package dynamo
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -101,13 +102,14 @@ func (s *Store) Topics(ctx context.Context) ([]meta.TopicConfig, error) {
 }
 
 // DeleteTopic implements meta.Store.
-func (s *Store) DeleteTopic(ctx context.Context, name string) error {
+func (s *Store) DeleteTopic(ctx context.Context, name, id string) error {
 	res, err := s.call(ctx, opDeleteItem, true, func(ctx context.Context, o ...func(*dynamodb.Options)) error {
 		_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-			TableName:                s.table,
-			Key:                      topicKey(name),
-			ConditionExpression:      aws.String("attribute_exists(#pk)"),
-			ExpressionAttributeNames: map[string]string{"#pk": attrPK},
+			TableName:                 s.table,
+			Key:                       topicKey(name),
+			ConditionExpression:       aws.String("attribute_exists(#pk) AND #id = :id"),
+			ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#id": "id"},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":id": str(id)},
 		}, o...)
 		return err
 	})
@@ -115,9 +117,15 @@ func (s *Store) DeleteTopic(ctx context.Context, name string) error {
 		return err
 	}
 	if res.ambiguous {
+		// An earlier attempt may have deleted it. Incarnation id is gone
+		// either way unless the item still names it.
+		cur, gerr := s.Topic(ctx, name)
+		if errors.Is(gerr, meta.ErrNotFound) || (gerr == nil && cur.ID != id) {
+			return nil
+		}
 		return fmt.Errorf("%w: delete topic %q: an earlier attempt may have deleted it", meta.ErrUnavailable, name)
 	}
-	return fmt.Errorf("%w: topic %q", meta.ErrNotFound, name)
+	return fmt.Errorf("%w: topic %q id %s", meta.ErrNotFound, name, id)
 }
 
 // --- partitions ---

@@ -289,10 +289,10 @@ func (s *Store) Topics(ctx context.Context) ([]meta.TopicConfig, error) {
 }
 
 // DeleteTopic implements meta.Store.
-func (s *Store) DeleteTopic(ctx context.Context, name string) error {
+func (s *Store) DeleteTopic(ctx context.Context, name, id string) error {
 	return s.mutate(ctx, func(st *state) (*entry, error) {
-		if _, ok := st.topics[name]; !ok {
-			return nil, fmt.Errorf("%w: topic %q", meta.ErrNotFound, name)
+		if t, ok := st.topics[name]; !ok || t.ID != id {
+			return nil, fmt.Errorf("%w: topic %q id %s", meta.ErrNotFound, name, id)
 		}
 		return &entry{Op: opDelTopic, Name: name}, nil
 	})

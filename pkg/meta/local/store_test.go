@@ -98,7 +98,7 @@ func populate(t *testing.T, s *Store) {
 	for i, name := range []string{"orders", "audit", "gone"} {
 		must(t, s.CreateTopic(ctx, meta.TopicConfig{Name: name, ID: fmt.Sprintf("id-%d", i), Partitions: 3, RetentionMs: -1, CleanupPolicy: "delete"}))
 	}
-	must(t, s.DeleteTopic(ctx, "gone"))
+	must(t, s.DeleteTopic(ctx, "gone", "id-2"))
 	for p := range 3 {
 		a, err := s.Acquire(ctx, pkey(p), fmt.Sprintf("owner-%d", p), t0, time.Minute)
 		must(t, err)
@@ -414,7 +414,11 @@ func TestSnapshot(t *testing.T) {
 				return s.CreateTopic(ctx, meta.TopicConfig{Name: fmt.Sprintf("t%d", i%11), ID: fmt.Sprint(i)})
 			})
 		case 6:
-			run(func(s *Store) error { return s.DeleteTopic(ctx, fmt.Sprintf("t%d", i%13)) })
+			run(func(s *Store) error {
+				name := fmt.Sprintf("t%d", i%13)
+				t, _ := s.Topic(ctx, name)
+				return s.DeleteTopic(ctx, name, t.ID)
+			})
 		default:
 			release := i%4 == 0
 			err := run(func(s *Store) error {

@@ -69,11 +69,11 @@ func (s *Store) Topics(context.Context) ([]meta.TopicConfig, error) {
 }
 
 // DeleteTopic implements meta.Store.
-func (s *Store) DeleteTopic(_ context.Context, name string) error {
+func (s *Store) DeleteTopic(_ context.Context, name, id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.topics[name]; !ok {
-		return fmt.Errorf("%w: topic %q", meta.ErrNotFound, name)
+	if t, ok := s.topics[name]; !ok || t.ID != id {
+		return fmt.Errorf("%w: topic %q id %s", meta.ErrNotFound, name, id)
 	}
 	delete(s.topics, name)
 	return nil

@@ -220,7 +220,7 @@ func testTopicNotFound(t *testing.T, s meta.Store) {
 	ctx := ctxFor(t)
 	_, err := s.Topic(ctx, "nope")
 	mustIs(t, "Topic", err, meta.ErrNotFound)
-	mustIs(t, "DeleteTopic", s.DeleteTopic(ctx, "nope"), meta.ErrNotFound)
+	mustIs(t, "DeleteTopic", s.DeleteTopic(ctx, "nope", "id"), meta.ErrNotFound)
 }
 
 func testTopicsSorted(t *testing.T, s meta.Store) {
@@ -254,10 +254,11 @@ func testTopicDelete(t *testing.T, s meta.Store) {
 	ctx := ctxFor(t)
 	must(t, "CreateTopic", s.CreateTopic(ctx, topic("a", "id-a", 1)))
 	must(t, "CreateTopic", s.CreateTopic(ctx, topic("b", "id-b1", 1)))
-	must(t, "DeleteTopic", s.DeleteTopic(ctx, "b"))
+	mustIs(t, "DeleteTopic of another incarnation", s.DeleteTopic(ctx, "b", "id-b0"), meta.ErrNotFound)
+	must(t, "DeleteTopic", s.DeleteTopic(ctx, "b", "id-b1"))
 	_, err := s.Topic(ctx, "b")
 	mustIs(t, "Topic after delete", err, meta.ErrNotFound)
-	mustIs(t, "DeleteTopic again", s.DeleteTopic(ctx, "b"), meta.ErrNotFound)
+	mustIs(t, "DeleteTopic again", s.DeleteTopic(ctx, "b", "id-b1"), meta.ErrNotFound)
 	got, err := s.Topics(ctx)
 	must(t, "Topics", err)
 	mustEqual(t, "Topics after delete", got, []meta.TopicConfig{topic("a", "id-a", 1)})
@@ -268,6 +269,11 @@ func testTopicDelete(t *testing.T, s meta.Store) {
 	tc, err := s.Topic(ctx, "b")
 	must(t, "Topic", err)
 	mustEqual(t, "recreated topic", tc, again)
+	// A late copy of the first delete must not delete the new incarnation.
+	mustIs(t, "late DeleteTopic of the old incarnation", s.DeleteTopic(ctx, "b", "id-b1"), meta.ErrNotFound)
+	tc, err = s.Topic(ctx, "b")
+	must(t, "Topic after the late delete", err)
+	mustEqual(t, "recreated topic after the late delete", tc, again)
 }
 
 func testTopicDeleteLeavesItems(t *testing.T, s meta.Store) {
@@ -276,7 +282,7 @@ func testTopicDeleteLeavesItems(t *testing.T, s meta.Store) {
 	a := acquire(t, s, key(0), "A", t0)
 	offs := []meta.GroupOffset{{Topic: "orders", Partition: 0, Offset: 7, Metadata: "m"}}
 	must(t, "CommitOffsets", s.CommitOffsets(ctx, "g", offs))
-	must(t, "DeleteTopic", s.DeleteTopic(ctx, "orders"))
+	must(t, "DeleteTopic", s.DeleteTopic(ctx, "orders", "id-orders-1"))
 	mustEqual(t, "partition after DeleteTopic", norm(get(t, s, key(0))), norm(a.Partition))
 	got, err := s.GroupOffsets(ctx, "g", "orders")
 	must(t, "GroupOffsets", err)
