@@ -731,8 +731,20 @@ func (b *Broker) readCold(ctx context.Context, t *topic, p int, offset int64, ma
 	if len(entries) == 0 || entries[0].Base > offset {
 		return nil, fmt.Errorf("broker: offset %d of %s/%d is in no catalog entry", offset, t.cfg.Name, p)
 	}
-	return b.cold.Read(ctx, entries[0], offset, maxRecords, maxBytes,
+	recs, err := b.cold.Read(ctx, entries[0], offset, maxRecords, maxBytes,
 		tier.Options{CacheEnabled: t.cfg.CacheEnabled, ReadAhead: entries[1:]})
+	return recs, coldErr(err)
+}
+
+// coldErr classifies a cold-tier read error: an object that is not there
+// (retention raced the read) stays objstore.ErrNotFound for the caller to
+// re-check the bounds, a damaged artifact stays what it is, and anything
+// else is the object store failing: retryable.
+func coldErr(err error) error {
+	if err == nil || errors.Is(err, objstore.ErrNotFound) || errors.Is(err, tier.ErrCorrupt) {
+		return err
+	}
+	return fmt.Errorf("%w: cold tier: %w", ErrUnavailable, err)
 }
 
 // Offsets returns a partition's log start offset and high watermark.
@@ -818,7 +830,7 @@ func (b *Broker) offsetForTime(ctx context.Context, t *topic, l *partition.Log, 
 			}
 			off, at, found, err := b.cold.OffsetForTime(ctx, e, ts, tier.Options{CacheEnabled: t.cfg.CacheEnabled})
 			if err != nil {
-				return TimeOffset{}, err
+				return TimeOffset{}, coldErr(err)
 			}
 			if found && off >= bounds.LogStartOffset {
 				return TimeOffset{Offset: off, Timestamp: at, Found: true}, nil

@@ -25,6 +25,8 @@ import (
 	"github.com/tierlog/tierlog/pkg/compactor"
 	"github.com/tierlog/tierlog/pkg/meta"
 	"github.com/tierlog/tierlog/pkg/meta/local"
+	"github.com/tierlog/tierlog/pkg/objstore"
+	"github.com/tierlog/tierlog/pkg/objstore/faulty"
 	"github.com/tierlog/tierlog/pkg/objstore/mem"
 	"github.com/tierlog/tierlog/pkg/tier"
 )
@@ -195,3 +197,43 @@ func (c *raceClock) now() time.Time          { return time.UnixMilli(c.ms.Load()
 func (c *raceClock) advance(d time.Duration) { c.ms.Add(d.Milliseconds()) }
 
 func ref[T any](v T) *T { return &v }
+
+// A cold fetch whose object store fails (an S3 5xx after the SDK's retries)
+// is a retryable 503, not a 500: nothing is wrong with the data.
+func TestColdFetchObjectStoreFailureIsUnavailable(t *testing.T) {
+	ctx := context.Background()
+	st, err := local.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	clock := &raceClock{}
+	clock.ms.Store(1_700_000_000_000)
+	objects := faulty.New(mem.New())
+	dir := t.TempDir()
+	b, err := broker.New(ctx, broker.Config{DataDir: dir, Meta: st, Objects: objects, Now: clock.now, IndexIntervalBytes: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	c, err := compactor.New(compactor.Config{Meta: st, Objects: objects, HotDir: dir, Grace: time.Minute, Now: clock.now, IndexIntervalBytes: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.CreateTopic(ctx, broker.TopicSpec{Name: "logs", SegmentBytes: ref(int64(4096)), CacheEnabled: ref(false)}); err != nil {
+		t.Fatal(err)
+	}
+	for range 40 {
+		if _, err := b.ProducePartition(ctx, "logs", 0, []broker.ProduceRecord{{Value: []byte(strings.Repeat("x", 200))}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	objects.Add(faulty.Rule{Op: objstore.OpGet, Err: errors.New("injected: 503 SlowDown")})
+	_, err = b.Fetch(ctx, broker.FetchRequest{Topic: "logs", Offset: 0})
+	if !errors.Is(err, broker.ErrUnavailable) {
+		t.Errorf("cold fetch with the object store failing: %v, want ErrUnavailable", err)
+	}
+}
