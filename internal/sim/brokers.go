@@ -93,11 +93,12 @@ func (w *World) brokerFetch(a *Actor, b *broker.Broker, c cmd) {
 		var oor *broker.OffsetOutOfRangeError
 		switch {
 		case errors.As(err, &oor), errors.Is(err, broker.ErrUnavailable), errors.Is(err, broker.ErrTopicNotFound), errors.Is(err, errS3):
-			// (an injected S3 5xx comes back unmapped: objstore has no
-			// unavailable error the broker could map to 503)
+			// (an injected S3 5xx is unavailable; errS3 stays accepted
+			// for reads that fail before the broker classifies them)
 		case pm != nil && w.damageExplains(pm, err):
-		case pm == nil && len(w.parts) > 0 && len(w.gone) > 0 && isDamage(err):
-			// an older incarnation's damage
+		case pm == nil && len(w.gone) > 0 && isDamage(err):
+			// an older incarnation's damage (deleted since, and maybe
+			// not created again yet)
 		default:
 			w.fail(fmt.Errorf("audit findings 5/7: %s: fetch %d from %d (committed hw %d) answered neither records nor out of range: %v", a.Name, c.p, c.offset, w.hw(c.p), err))
 		}
