@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
@@ -84,21 +85,7 @@ type Route struct {
 	Function string
 }
 
-// Routes are API.md's routes (pkg/api/api.go's table): writes to produce,
-// reads to fetch. Every one uses IAM authorization.
-var Routes = []Route{
-	{awsapigatewayv2.HttpMethod_POST, "/v1/topics", FnProduce},
-	{awsapigatewayv2.HttpMethod_DELETE, "/v1/topics/{topic}", FnProduce},
-	{awsapigatewayv2.HttpMethod_POST, "/v1/topics/{topic}/records", FnProduce},
-	{awsapigatewayv2.HttpMethod_POST, "/v1/topics/{topic}/partitions/{partition}/records", FnProduce},
-	{awsapigatewayv2.HttpMethod_PUT, "/v1/groups/{group}/offsets", FnProduce},
-	{awsapigatewayv2.HttpMethod_GET, "/v1/topics", FnFetch},
-	{awsapigatewayv2.HttpMethod_GET, "/v1/topics/{topic}", FnFetch},
-	{awsapigatewayv2.HttpMethod_GET, "/v1/topics/{topic}/partitions/{partition}/records", FnFetch},
-	{awsapigatewayv2.HttpMethod_GET, "/v1/topics/{topic}/partitions/{partition}/offsets", FnFetch},
-	{awsapigatewayv2.HttpMethod_GET, "/v1/groups/{group}/offsets", FnFetch},
-	{awsapigatewayv2.HttpMethod_GET, "/v1/health", FnFetch},
-}
+// Routes (routes_gen.go) is generated from pkg/api's route table.
 
 // IAM actions granted on the table and the bucket (see the table above).
 var (
@@ -416,16 +403,21 @@ func NewTierlogStack(scope constructs.Construct, id *string, props *TierlogStack
 	}
 
 	// ---- API ----
-	api := awsapigatewayv2.NewHttpApi(stack, jsii.String("Api"), &awsapigatewayv2.HttpApiProps{
-		ApiName:           jsii.String(*id),
-		Description:       jsii.String("tierlog HTTP API (API.md); SigV4-signed requests only"),
-		DefaultAuthorizer: awsapigatewayv2authorizers.NewHttpIamAuthorizer(),
-	})
 	integrations := map[string]awsapigatewayv2.HttpRouteIntegration{}
 	for name, fn := range map[string]awslambda.Function{FnProduce: produce, FnFetch: fetch} {
 		integrations[name] = awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String(capitalize(name)+"Integration"), fn,
 			&awsapigatewayv2integrations.HttpLambdaIntegrationProps{PayloadFormatVersion: awsapigatewayv2.PayloadFormatVersion_VERSION_2_0()})
 	}
+	api := awsapigatewayv2.NewHttpApi(stack, jsii.String("Api"), &awsapigatewayv2.HttpApiProps{
+		ApiName:           jsii.String(*id),
+		Description:       jsii.String("tierlog HTTP API (API.md); SigV4-signed requests only"),
+		DefaultAuthorizer: awsapigatewayv2authorizers.NewHttpIamAuthorizer(),
+		// The $default route (IAM-authorized too): a signed request no
+		// route matches reaches fetch, whose route filter answers 404
+		// not_found or 405 method_not_allowed (with Allow) in API.md's
+		// error shape instead of API Gateway's {"message":"Not Found"}.
+		DefaultIntegration: integrations[FnFetch],
+	})
 	for _, r := range Routes {
 		api.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
 			Path:        jsii.String(r.Path),
@@ -495,11 +487,20 @@ func NewTierlogStack(scope constructs.Construct, id *string, props *TierlogStack
 	}
 
 	// ---- outputs ----
+	apiArn := awscdk.Stack_Of(api).FormatArn(&awscdk.ArnComponents{
+		Service:  jsii.String("execute-api"),
+		Resource: api.ApiId(),
+	})
 	for _, o := range []struct {
 		id, desc string
 		v        *string
 	}{
 		{"ApiUrl", "HTTP API base URL (SigV4, service execute-api)", api.ApiEndpoint()},
+		{"ApiArn", "execute-api ARN of the HTTP API: IAM policies grant execute-api:Invoke on <ApiArn>/$default/<METHOD>/<path>", apiArn},
+		{"ExampleTopicPolicyStatement", "IAM policy statement: produce to and consume from one topic (replace TOPIC; add " +
+			"<ApiArn>/$default/*/v1/groups/GROUP/offsets for a consumer group)", examplePolicy(apiArn, "TOPIC", "*")},
+		{"ExampleTopicReadOnlyPolicyStatement", "IAM policy statement: consume from one topic only (replace TOPIC)",
+			examplePolicy(apiArn, "TOPIC", "GET", "HEAD")},
 		{"TableName", "DynamoDB metadata table", table.TableName()},
 		{"BucketName", "S3 cold-tier bucket", bucket.BucketName()},
 		{"FileSystemId", "EFS hot-tier file system", fs.FileSystemId()},
@@ -510,6 +511,20 @@ func NewTierlogStack(scope constructs.Construct, id *string, props *TierlogStack
 
 	addNagSuppressions([]awsiam.IRole{produce.Role(), fetch.Role(), compactor.Role()}, bucket)
 	return stack
+}
+
+// examplePolicy is an IAM policy statement, as JSON, allowing
+// execute-api:Invoke with the given methods ("*" for all) on one topic's
+// paths: /v1/topics/TOPIC and everything under it. apiArn is a token;
+// CloudFormation joins the string.
+func examplePolicy(apiArn *string, topic string, methods ...string) *string {
+	var resources []string
+	for _, m := range methods {
+		for _, p := range []string{"/v1/topics/" + topic, "/v1/topics/" + topic + "/*"} {
+			resources = append(resources, fmt.Sprintf("%q", *apiArn+"/$default/"+m+p))
+		}
+	}
+	return jsii.String(`{"Effect":"Allow","Action":"execute-api:Invoke","Resource":[` + strings.Join(resources, ",") + `]}`)
 }
 
 func optString(s string) *string {

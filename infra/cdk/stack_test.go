@@ -12,6 +12,7 @@ package main
 
 import (
 	"archive/zip"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -671,6 +672,18 @@ func TestHTTPAPI(t *testing.T) {
 		"GET /v1/topics/{topic}/partitions/{partition}/offsets":  "Fetch",
 		"GET /v1/groups/{group}/offsets":                         "Fetch",
 		"GET /v1/health":                                         "Fetch",
+		// HEAD wherever the API serves it (every GET route): API Gateway
+		// matches methods exactly, so without these a HEAD would fall to
+		// $default and be answered 405.
+		"HEAD /v1/topics":         "Fetch",
+		"HEAD /v1/topics/{topic}": "Fetch",
+		"HEAD /v1/topics/{topic}/partitions/{partition}/records": "Fetch",
+		"HEAD /v1/topics/{topic}/partitions/{partition}/offsets": "Fetch",
+		"HEAD /v1/groups/{group}/offsets":                        "Fetch",
+		"HEAD /v1/health":                                        "Fetch",
+		// Anything else reaches fetch's route filter, which answers 404 or
+		// 405 in API.md's shape.
+		"$default": "Fetch",
 	}
 	check(t, "one HTTP API", func() {
 		s.tpl.ResourceCountIs(jsii.String("AWS::ApiGatewayV2::Api"), jsii.Number(1))
@@ -705,9 +718,14 @@ func TestHTTPAPI(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("routes -> functions:\n %v\nwant\n %v", got, want)
 	}
-	if len(Routes) != len(want) {
-		t.Errorf("stack.go Routes has %d entries, want %d", len(Routes), len(want))
+	if len(Routes) != len(want)-1 {
+		t.Errorf("routes_gen.go Routes has %d entries, want %d (and $default)", len(Routes), len(want)-1)
 	}
+	check(t, "the $default route needs IAM authorization too", func() {
+		s.tpl.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Route"), map[string]any{
+			"RouteKey": "$default", "AuthorizationType": "AWS_IAM",
+		})
+	})
 
 	check(t, "only produce and fetch are integrated", func() {
 		s.tpl.ResourceCountIs(jsii.String("AWS::ApiGatewayV2::Integration"), jsii.Number(2))
@@ -800,6 +818,60 @@ func TestOutputs(t *testing.T) {
 	} {
 		check(t, "output "+name, func() { s.tpl.HasOutput(jsii.String(name), map[string]any{"Value": value}) })
 	}
+	// The execute-api ARN and the example policies, with CloudFormation's
+	// Fn::Join flattened (a Ref shown as <Ref:X>).
+	arn := "arn:<Ref:AWS::Partition>:execute-api:<Ref:AWS::Region>:<Ref:AWS::AccountId>:<Ref:" + api + ">"
+	outputs := s.json["Outputs"].(map[string]any)
+	for name, want := range map[string]string{
+		"ApiArn": arn,
+		"ExampleTopicPolicyStatement": `{"Effect":"Allow","Action":"execute-api:Invoke","Resource":[` +
+			`"` + arn + `/$default/*/v1/topics/TOPIC","` + arn + `/$default/*/v1/topics/TOPIC/*"]}`,
+		"ExampleTopicReadOnlyPolicyStatement": `{"Effect":"Allow","Action":"execute-api:Invoke","Resource":[` +
+			`"` + arn + `/$default/GET/v1/topics/TOPIC","` + arn + `/$default/GET/v1/topics/TOPIC/*",` +
+			`"` + arn + `/$default/HEAD/v1/topics/TOPIC","` + arn + `/$default/HEAD/v1/topics/TOPIC/*"]}`,
+	} {
+		o, ok := outputs[name].(map[string]any)
+		if !ok {
+			t.Errorf("no output %s", name)
+			continue
+		}
+		if got := flattenJoin(t, o["Value"]); got != want {
+			t.Errorf("output %s:\n %s\nwant\n %s", name, got, want)
+		}
+		if name != "ApiArn" {
+			// With placeholders for the Refs, the statement is JSON IAM takes.
+			var stmt struct {
+				Effect, Action string
+				Resource       []string
+			}
+			if err := json.Unmarshal([]byte(want), &stmt); err != nil || stmt.Effect != "Allow" || len(stmt.Resource) == 0 {
+				t.Errorf("output %s is not a policy statement: %v %+v", name, err, stmt)
+			}
+		}
+	}
+}
+
+// flattenJoin renders a CloudFormation string value: a literal, a Ref as
+// <Ref:X>, an Fn::Join of those.
+func flattenJoin(t *testing.T, v any) string {
+	t.Helper()
+	switch v := v.(type) {
+	case string:
+		return v
+	case map[string]any:
+		if r, ok := v["Ref"].(string); ok {
+			return "<Ref:" + r + ">"
+		}
+		if j, ok := v["Fn::Join"].([]any); ok {
+			var parts []string
+			for _, p := range j[1].([]any) {
+				parts = append(parts, flattenJoin(t, p))
+			}
+			return strings.Join(parts, j[0].(string))
+		}
+	}
+	t.Fatalf("cannot flatten %v", v)
+	return ""
 }
 
 // ---- context parameters ----

@@ -94,43 +94,52 @@ func New(b *broker.Broker, opts ...Option) http.Handler {
 	return s
 }
 
-// route is one path of API.md with the handler of each method it allows.
-type route struct {
-	path    string
-	methods []string
-	funcs   []http.HandlerFunc
-}
-
 func (s *server) routes(extra []extraRoute) {
-	table := []route{
-		{"/v1/health", []string{"GET"}, []http.HandlerFunc{s.health}},
-		{"/v1/topics", []string{"GET", "POST"}, []http.HandlerFunc{s.listTopics, s.createTopic}},
-		{"/v1/topics/{topic}", []string{"GET", "DELETE"}, []http.HandlerFunc{s.getTopic, s.deleteTopic}},
-		{"/v1/topics/{topic}/records", []string{"POST"}, []http.HandlerFunc{s.produce}},
-		{"/v1/topics/{topic}/partitions/{partition}/records", []string{"GET", "POST"}, []http.HandlerFunc{s.fetch, s.producePartition}},
-		{"/v1/topics/{topic}/partitions/{partition}/offsets", []string{"GET"}, []http.HandlerFunc{s.offsets}},
-		{"/v1/groups/{group}/offsets", []string{"GET", "PUT"}, []http.HandlerFunc{s.groupOffsets, s.commitGroupOffsets}},
+	handlers := s.handlers()
+	if len(handlers) != len(routeTable) {
+		panic("api: the route table and the handlers differ")
 	}
-	for _, e := range extra {
-		table = append(table, route{e.path, []string{e.method}, []http.HandlerFunc{e.h.ServeHTTP}})
+	type path struct {
+		pattern string
+		allow   []string
 	}
-	for _, rt := range table {
-		var allow []string
-		for i, m := range rt.methods {
-			s.mux.HandleFunc(m+" "+rt.path, rt.funcs[i])
-			allow = append(allow, m)
-			if m == "GET" { // a GET pattern also serves HEAD
-				allow = append(allow, "HEAD")
+	var paths []path
+	seen := map[string]bool{}
+	register := func(method, pattern string, h http.HandlerFunc) {
+		s.mux.HandleFunc(method+" "+pattern, h)
+		if !seen[pattern] {
+			seen[pattern] = true
+			paths = append(paths, path{pattern: pattern})
+		}
+		for i := range paths {
+			if paths[i].pattern == pattern {
+				paths[i].allow = append(paths[i].allow, method)
+				if method == http.MethodGet { // a GET pattern also serves HEAD
+					paths[i].allow = append(paths[i].allow, http.MethodHead)
+				}
 			}
 		}
+	}
+	for _, rt := range routeTable {
+		h, ok := handlers[rt]
+		if !ok {
+			panic("api: no handler for " + rt.Method + " " + rt.Path)
+		}
+		register(rt.Method, rt.Path, h)
+	}
+	for _, e := range extra {
+		register(e.method, e.path, e.h.ServeHTTP)
+	}
+	for _, p := range paths {
 		// The method-less pattern is less specific than the ones above, so
 		// it only sees the methods they do not serve: answer 405 in API.md's
 		// shape instead of ServeMux's plain-text one.
-		allowHeader := strings.Join(allow, ", ")
-		s.mux.HandleFunc(rt.path, func(w http.ResponseWriter, r *http.Request) {
+		allowHeader := strings.Join(p.allow, ", ")
+		pattern := p.pattern
+		s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, &apiError{
 				status: http.StatusMethodNotAllowed, code: codeMethodNotAllowed, allow: allowHeader,
-				msg: fmt.Sprintf("method %s is not allowed on %s; allowed: %s", r.Method, rt.path, allowHeader),
+				msg: fmt.Sprintf("method %s is not allowed on %s; allowed: %s", r.Method, pattern, allowHeader),
 			})
 		})
 	}

@@ -1,5 +1,7 @@
 package lambdafn
 
+//go:generate go test -run ^TestCDKRoutesGenerated$ -update-cdk-routes .
+
 import (
 	"crypto/rand"
 	"encoding/hex"
@@ -11,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/tierlog/tierlog/pkg/api"
 )
 
 // The methods each HTTP function serves. API Gateway routes each API.md
@@ -26,19 +30,43 @@ var (
 	ReadMethods = []string{http.MethodGet, http.MethodHead}
 )
 
-// apiRoutes are API.md's paths with the methods each allows (GET implies
-// HEAD), as package api serves them. Keep in step with api.routes.
-var apiRoutes = []struct {
+// apiRoute is one path of API.md with the methods it allows (GET implies
+// HEAD), from package api's route table.
+type apiRoute struct {
 	segs    []string // "{}" matches any non-empty segment
 	methods []string
-}{
-	{split("/v1/health"), []string{"GET", "HEAD"}},
-	{split("/v1/topics"), []string{"GET", "HEAD", "POST"}},
-	{split("/v1/topics/{}"), []string{"GET", "HEAD", "DELETE"}},
-	{split("/v1/topics/{}/records"), []string{"POST"}},
-	{split("/v1/topics/{}/partitions/{}/records"), []string{"GET", "HEAD", "POST"}},
-	{split("/v1/topics/{}/partitions/{}/offsets"), []string{"GET", "HEAD"}},
-	{split("/v1/groups/{}/offsets"), []string{"GET", "HEAD", "PUT"}},
+}
+
+// apiRoutes are api.Routes by path.
+var apiRoutes = func() []apiRoute {
+	var out []apiRoute
+	seen := map[string]bool{}
+	for _, rt := range api.Routes() {
+		if seen[rt.Path] {
+			continue
+		}
+		seen[rt.Path] = true
+		segs := split(rt.Path)
+		for i, s := range segs {
+			if strings.HasPrefix(s, "{") && strings.HasSuffix(s, "}") {
+				segs[i] = "{}"
+			}
+		}
+		out = append(out, apiRoute{segs: segs, methods: api.Allow(rt.Path)})
+	}
+	return out
+}()
+
+// FunctionFor returns the HTTP function that serves method: "produce" for
+// WriteMethods, "fetch" for ReadMethods, "" for any other.
+func FunctionFor(method string) string {
+	switch {
+	case slices.Contains(WriteMethods, method):
+		return "produce"
+	case slices.Contains(ReadMethods, method):
+		return "fetch"
+	}
+	return ""
 }
 
 func split(p string) []string { return strings.Split(strings.TrimPrefix(p, "/"), "/") }

@@ -70,6 +70,12 @@ func TestRouteFilter(t *testing.T) {
 		{fetch, "PUT", "/v1/groups/g/offsets", 405, "method_not_allowed", "GET, HEAD, PUT", false, false},
 		{fetch, "GET", "/metrics", 404, "not_found", "", false, false},
 		{fetch, "HEAD", "/metrics", 404, "not_found", "", false, true},
+		// What API Gateway's $default route sends fetch: anything no
+		// route names, in API.md's shape.
+		{fetch, "PATCH", "/v1/topics/t", 405, "method_not_allowed", "GET, HEAD, DELETE", false, false},
+		{fetch, "OPTIONS", "/v1/health", 405, "method_not_allowed", "GET, HEAD", false, false},
+		{fetch, "DELETE", "/v2/anything", 404, "not_found", "", false, false},
+		{fetch, "GET", "/", 404, "not_found", "", false, false},
 	} {
 		served = nil
 		rec := httptest.NewRecorder()
