@@ -75,7 +75,7 @@ DIST_DIR ?= dist
 CDK_ARGS ?=
 CDK_ZIPS := $(DIST_DIR)/produce.zip $(DIST_DIR)/fetch.zip $(DIST_DIR)/compactor.zip
 
-.PHONY: cdk-deps synth deploy cdk-test
+.PHONY: cdk-deps synth bootstrap deploy cdk-test
 
 ## cdk-deps: the pinned CDK CLI (npm ci from package-lock.json) and the CDK Go modules
 cdk-deps:
@@ -88,7 +88,13 @@ synth: cdk-deps
 	cd $(CDK_DIR) && $(CDK_ENV) npx --no-install cdk synth --quiet --no-notices -c distDir=$(abspath $(DIST_DIR)) $(CDK_ARGS)
 	@echo "template: $(CDK_DIR)/cdk.out/$$(cd $(CDK_DIR) && ls cdk.out | grep template.json)"
 
-## deploy: cdk deploy to the account and region of your AWS credentials (cdk bootstrap once first)
+## bootstrap: cdk bootstrap of the account and region of your AWS credentials (once, before the first deploy)
+# (cdk bootstrap runs the app to find its environment, so it needs the zips too.)
+bootstrap: cdk-deps
+	@ls $(CDK_ZIPS) >/dev/null 2>&1 || $(MAKE) build
+	cd $(CDK_DIR) && $(CDK_ENV) npx --no-install cdk bootstrap --no-notices -c distDir=$(abspath $(DIST_DIR)) $(CDK_ARGS)
+
+## deploy: cdk deploy to the account and region of your AWS credentials (make bootstrap once first)
 deploy: cdk-deps
 	@ls $(CDK_ZIPS) >/dev/null 2>&1 || $(MAKE) build
 	cd $(CDK_DIR) && $(CDK_ENV) npx --no-install cdk deploy --no-notices -c distDir=$(abspath $(DIST_DIR)) $(CDK_ARGS)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/signal"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/spf13/cobra"
 
 	tlclient "github.com/tierlog/tierlog/pkg/client"
@@ -27,6 +29,8 @@ type clientFlags struct {
 	binary       bool
 	verbose      bool
 	retryTimeout time.Duration
+	sigv4        bool
+	region       string
 }
 
 func addClientFlags(c *cobra.Command, f *clientFlags) {
@@ -36,6 +40,10 @@ func addClientFlags(c *cobra.Command, f *clientFlags) {
 	fl.BoolVar(&f.binary, "binary", false, "send and receive binary batches (application/vnd.tierlog.batch.v1) instead of JSON")
 	fl.DurationVar(&f.retryTimeout, "retry-timeout", 30*time.Second, "keep retrying a request the server could not take (503, connection errors)\nthis long before giving up; 0 never retries")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log retries and requests to stderr")
+	fl.BoolVar(&f.sigv4, "sigv4", false, "sign requests with AWS SigV4 (service execute-api) for a deployed stack's IAM-authorized API;\n"+
+		"credentials from the AWS SDK's default chain (AWS_ACCESS_KEY_ID..., AWS_PROFILE, SSO, instance roles)")
+	bindEnv(c, "sigv4")
+	fl.StringVar(&f.region, "region", "", "AWS region for --sigv4 (default: the region in an execute-api URL's host,\nelse the SDK's chain: AWS_REGION, AWS_DEFAULT_REGION, the profile)")
 }
 
 // newClient builds the client the flags describe.
@@ -51,11 +59,55 @@ func (f *clientFlags) newClient() (*tlclient.Client, error) {
 	if f.binary {
 		opts = append(opts, tlclient.WithFormat(tlclient.Binary))
 	}
+	if f.sigv4 {
+		o, err := f.sigv4Option(context.Background())
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, o)
+	} else if f.region != "" {
+		return nil, usagef("--region is only for --sigv4")
+	}
 	c, err := tlclient.New(f.url, opts...)
 	if err != nil {
 		return nil, usageError{fmt.Errorf("--url: %w", err)}
 	}
 	return c, nil
+}
+
+// sigv4Option is the client's SigV4 signing: credentials from the AWS
+// SDK's default chain (resolved, and refreshed, when a request is signed),
+// region from --region, else the execute-api URL's host, else the chain.
+func (f *clientFlags) sigv4Option(ctx context.Context) (tlclient.Option, error) {
+	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("--sigv4: AWS configuration: %w", err)
+	}
+	region := f.region
+	if region == "" {
+		region = urlRegion(f.url)
+	}
+	if region == "" {
+		region = cfg.Region
+	}
+	if region == "" {
+		return nil, usagef("--sigv4 needs a region: --region, AWS_REGION, or a profile with one")
+	}
+	return tlclient.WithSigV4(cfg.Credentials, region), nil
+}
+
+// urlRegion is REGION of an API Gateway URL, https://ID.execute-api.REGION.amazonaws.com[.cn]/...,
+// or "" for any other URL.
+func urlRegion(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	labels := strings.Split(u.Hostname(), ".")
+	if len(labels) >= 5 && labels[1] == "execute-api" && labels[3] == "amazonaws" {
+		return labels[2]
+	}
+	return ""
 }
 
 // usagef is a usage error: exit code 2.
