@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/tierlog/tierlog/pkg/broker"
+	"github.com/tierlog/tierlog/pkg/metrics"
 )
 
 // Option configures the handler New returns.
@@ -83,6 +84,7 @@ type server struct {
 	log         *slog.Logger
 	mux         *http.ServeMux
 	bodyTimeout time.Duration
+	requests    *metrics.HTTP // by route pattern (routes.go)
 }
 
 // New returns the http.Handler of API.md serving b. The handler is safe for
@@ -105,8 +107,9 @@ func (s *server) routes(extra []extraRoute) {
 	}
 	var paths []path
 	seen := map[string]bool{}
+	s.requests = metrics.NewHTTP()
 	register := func(method, pattern string, h http.HandlerFunc) {
-		s.mux.HandleFunc(method+" "+pattern, h)
+		s.mux.HandleFunc(method+" "+pattern, s.observed(pattern, h))
 		if !seen[pattern] {
 			seen[pattern] = true
 			paths = append(paths, path{pattern: pattern})
@@ -128,7 +131,7 @@ func (s *server) routes(extra []extraRoute) {
 		register(rt.Method, rt.Path, h)
 	}
 	for _, e := range extra {
-		register(e.method, e.path, e.h.ServeHTTP)
+		register(e.method, e.path, s.withRequestMetrics(e.h))
 	}
 	for _, p := range paths {
 		// The method-less pattern is less specific than the ones above, so
@@ -136,16 +139,16 @@ func (s *server) routes(extra []extraRoute) {
 		// shape instead of ServeMux's plain-text one.
 		allowHeader := strings.Join(p.allow, ", ")
 		pattern := p.pattern
-		s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		s.mux.HandleFunc(pattern, s.observed(pattern, func(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, &apiError{
 				status: http.StatusMethodNotAllowed, code: codeMethodNotAllowed, allow: allowHeader,
 				msg: fmt.Sprintf("method %s is not allowed on %s; allowed: %s", r.Method, pattern, allowHeader),
 			})
-		})
+		}))
 	}
-	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	s.mux.HandleFunc("/", s.observed(UnmatchedRoute, func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, notFound(r))
-	})
+	}))
 }
 
 func notFound(r *http.Request) error {

@@ -1,6 +1,12 @@
 package api
 
-import "net/http"
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/tierlog/tierlog/pkg/metrics"
+)
 
 // Route is one route of API.md: a method and a ServeMux path pattern
 // ("/v1/topics/{topic}"). It is the one route table: New serves it, the
@@ -63,5 +69,49 @@ func (s *server) handlers() map[Route]http.HandlerFunc {
 		{http.MethodGet, "/v1/topics/{topic}/partitions/{partition}/offsets"}:  s.offsets,
 		{http.MethodGet, "/v1/groups/{group}/offsets"}:                         s.groupOffsets,
 		{http.MethodPut, "/v1/groups/{group}/offsets"}:                         s.commitGroupOffsets,
+	}
+}
+
+// UnmatchedRoute is the route label of requests no route pattern matched
+// (404 not_found).
+const UnmatchedRoute = "unmatched"
+
+type requestsKey struct{}
+
+// RequestMetrics returns, in the request context of a WithRoute handler
+// (the local server's /metrics exports them), the request counts of the
+// handler New returned: by route pattern ("/v1/topics/{topic}",
+// UnmatchedRoute, or a WithRoute path; never a raw path), method and
+// status code. Requests whose path has an empty segment are answered 404
+// before any route and are not counted. Nil in any other context.
+func RequestMetrics(ctx context.Context) *metrics.HTTP {
+	m, _ := ctx.Value(requestsKey{}).(*metrics.HTTP)
+	return m
+}
+
+// observed counts each request h serves under route, with its status
+// (500 if h panicked before answering, which ServeHTTP then answers).
+func (s *server) observed(route string, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		returned := false
+		defer func() {
+			code := http.StatusOK // nothing written: net/http answers 200
+			if sw, ok := w.(*statusWriter); ok && sw.status != 0 {
+				code = sw.status
+			} else if !returned {
+				code = http.StatusInternalServerError
+			}
+			s.requests.Observe(route, r.Method, code, time.Since(start))
+		}()
+		h(w, r)
+		returned = true
+	}
+}
+
+// withRequestMetrics gives h's requests the handler's RequestMetrics.
+func (s *server) withRequestMetrics(h http.Handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestsKey{}, s.requests)))
 	}
 }

@@ -2,11 +2,16 @@ package server
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/tierlog/tierlog/pkg/api"
+	"github.com/tierlog/tierlog/pkg/metrics"
 	"github.com/tierlog/tierlog/pkg/objstore"
 )
 
@@ -20,6 +25,11 @@ type collector struct {
 	cacheHits, cacheMisses, cacheEvictions, cacheSz *prometheus.Desc
 	finalized, finalizedBytes, logStartAdvances     *prometheus.Desc
 	damagedReads, quarantined                       *prometheus.Desc
+	httpRequests, httpDuration                      *prometheus.Desc
+
+	// requests are the API handler's request counts, known from the first
+	// scrape on (api.RequestMetrics of the scrape's request).
+	requests atomic.Pointer[metrics.HTTP]
 }
 
 func newCollector(s *Server) *collector {
@@ -45,6 +55,8 @@ func newCollector(s *Server) *collector {
 		logStartAdvances: d("log_start_advances_total", "Retention passes that advanced a log start."),
 		damagedReads:     d("damaged_reads_total", "Reads that reached records damaged on disk (answered corrupt_record, never served)."),
 		quarantined:      d("segments_quarantined_total", "Sealed segments the compactor could not verify and kept hot (counted by every pass that finds one)."),
+		httpRequests:     d("http_requests_total", "HTTP requests by route pattern (not path), method and status code.", "route", "method", "code"),
+		httpDuration:     d("http_request_duration_seconds", "HTTP request duration by route pattern, method and status code (long polls included).", "route", "method", "code"),
 	}
 }
 
@@ -85,10 +97,33 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.logStartAdvances, m.LogStartAdvances.Load())
 	counter(c.damagedReads, m.DamagedReads.Load())
 	counter(c.quarantined, m.SegmentsQuarantined.Load())
+	c.requests.Load().Each(func(k metrics.HTTPKey, h *metrics.Histogram) {
+		code := strconv.Itoa(k.Code)
+		bounds, cum, sum, n := h.Snapshot()
+		buckets := make(map[float64]uint64, len(bounds))
+		for i, b := range bounds {
+			buckets[b] = cum[i]
+		}
+		counter(c.httpRequests, int64(n), k.Route, k.Method, code)
+		ch <- prometheus.MustNewConstHistogram(c.httpDuration, n, sum, buckets, k.Route, k.Method, code)
+	})
 }
 
+// metricsHandler serves GET /metrics: tierlog's own series, the HTTP
+// API's requests, and the Go runtime's (go_*), the process's (process_*)
+// and the build's (go_build_info).
 func (s *Server) metricsHandler() http.Handler {
+	c := newCollector(s)
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(newCollector(s))
-	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	reg.MustRegister(c,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		collectors.NewBuildInfoCollector())
+	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if m := api.RequestMetrics(r.Context()); m != nil {
+			c.requests.Store(m)
+		}
+		h.ServeHTTP(w, r)
+	})
 }
