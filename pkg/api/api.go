@@ -29,6 +29,7 @@ type config struct {
 	log         *slog.Logger
 	bodyTimeout time.Duration
 	extra       []extraRoute
+	requests    *metrics.HTTP
 }
 
 // extraRoute is a route outside API.md that the handler serves as well.
@@ -63,6 +64,15 @@ func WithRoute(method, path string, h http.Handler) Option {
 	return func(c *config) { c.extra = append(c.extra, extraRoute{method, path, h}) }
 }
 
+// WithRequestMetrics counts every request into m: by route pattern
+// ("/v1/topics/{topic}", UnmatchedRoute, or a WithRoute path; never a raw
+// path), method and status code. Requests whose path has an empty segment
+// are answered 404 before any route and are not counted. Nil, the
+// default, counts nothing.
+func WithRequestMetrics(m *metrics.HTTP) Option {
+	return func(c *config) { c.requests = m }
+}
+
 // applyDefaults is the one place defaults are set.
 func applyDefaults(opts []Option) config {
 	var c config
@@ -91,7 +101,7 @@ type server struct {
 // concurrent use; it answers every request with a fresh X-Request-Id header.
 func New(b *broker.Broker, opts ...Option) http.Handler {
 	c := applyDefaults(opts)
-	s := &server{b: b, log: c.log, mux: http.NewServeMux(), bodyTimeout: c.bodyTimeout}
+	s := &server{b: b, log: c.log, mux: http.NewServeMux(), bodyTimeout: c.bodyTimeout, requests: c.requests}
 	s.routes(c.extra)
 	return s
 }
@@ -107,7 +117,6 @@ func (s *server) routes(extra []extraRoute) {
 	}
 	var paths []path
 	seen := map[string]bool{}
-	s.requests = metrics.NewHTTP()
 	register := func(method, pattern string, h http.HandlerFunc) {
 		s.mux.HandleFunc(method+" "+pattern, s.observed(pattern, h))
 		if !seen[pattern] {
@@ -131,7 +140,7 @@ func (s *server) routes(extra []extraRoute) {
 		register(rt.Method, rt.Path, h)
 	}
 	for _, e := range extra {
-		register(e.method, e.path, s.withRequestMetrics(e.h))
+		register(e.method, e.path, e.h.ServeHTTP)
 	}
 	for _, p := range paths {
 		// The method-less pattern is less specific than the ones above, so

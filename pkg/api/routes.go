@@ -1,11 +1,9 @@
 package api
 
 import (
-	"context"
 	"net/http"
 	"time"
 
-	"github.com/tierlog/tierlog/pkg/metrics"
 )
 
 // Route is one route of API.md: a method and a ServeMux path pattern
@@ -76,19 +74,6 @@ func (s *server) handlers() map[Route]http.HandlerFunc {
 // (404 not_found).
 const UnmatchedRoute = "unmatched"
 
-type requestsKey struct{}
-
-// RequestMetrics returns, in the request context of a WithRoute handler
-// (the local server's /metrics exports them), the request counts of the
-// handler New returned: by route pattern ("/v1/topics/{topic}",
-// UnmatchedRoute, or a WithRoute path; never a raw path), method and
-// status code. Requests whose path has an empty segment are answered 404
-// before any route and are not counted. Nil in any other context.
-func RequestMetrics(ctx context.Context) *metrics.HTTP {
-	m, _ := ctx.Value(requestsKey{}).(*metrics.HTTP)
-	return m
-}
-
 // observed counts each request h serves under route, with its status
 // (500 if h panicked before answering, which ServeHTTP then answers).
 func (s *server) observed(route string, h http.HandlerFunc) http.HandlerFunc {
@@ -109,9 +94,3 @@ func (s *server) observed(route string, h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// withRequestMetrics gives h's requests the handler's RequestMetrics.
-func (s *server) withRequestMetrics(h http.Handler) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestsKey{}, s.requests)))
-	}
-}

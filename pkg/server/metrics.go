@@ -4,13 +4,11 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/tierlog/tierlog/pkg/api"
 	"github.com/tierlog/tierlog/pkg/metrics"
 	"github.com/tierlog/tierlog/pkg/objstore"
 )
@@ -26,10 +24,6 @@ type collector struct {
 	finalized, finalizedBytes, logStartAdvances     *prometheus.Desc
 	damagedReads, quarantined                       *prometheus.Desc
 	httpRequests, httpDuration                      *prometheus.Desc
-
-	// requests are the API handler's request counts, known from the first
-	// scrape on (api.RequestMetrics of the scrape's request).
-	requests atomic.Pointer[metrics.HTTP]
 }
 
 func newCollector(s *Server) *collector {
@@ -97,7 +91,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.logStartAdvances, m.LogStartAdvances.Load())
 	counter(c.damagedReads, m.DamagedReads.Load())
 	counter(c.quarantined, m.SegmentsQuarantined.Load())
-	c.requests.Load().Each(func(k metrics.HTTPKey, h *metrics.Histogram) {
+	c.s.Requests.Each(func(k metrics.HTTPKey, h *metrics.Histogram) {
 		code := strconv.Itoa(k.Code)
 		bounds, cum, sum, n := h.Snapshot()
 		buckets := make(map[float64]uint64, len(bounds))
@@ -119,11 +113,5 @@ func (s *Server) metricsHandler() http.Handler {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		collectors.NewBuildInfoCollector())
-	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if m := api.RequestMetrics(r.Context()); m != nil {
-			c.requests.Store(m)
-		}
-		h.ServeHTTP(w, r)
-	})
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 }

@@ -112,6 +112,7 @@ type Server struct {
 	Objects   objstore.Store
 	Compactor *compactor.Compactor
 	Metrics   *metrics.Set
+	Requests  *metrics.HTTP // the API's requests by route pattern, method and code
 	Counters  *objstore.Counters
 	Cache     *tier.Cache
 	// MetaCounters reports the metadata adapter's request counts, if it
@@ -184,7 +185,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	if err := cfg.applyDefaults(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, Metrics: metrics.New(), Counters: &objstore.Counters{}, kick: make(chan struct{}, 1)}
+	s := &Server{cfg: cfg, Metrics: metrics.New(), Requests: metrics.NewHTTP(), Counters: &objstore.Counters{}, kick: make(chan struct{}, 1)}
 	var hotDir string
 	var objects objstore.Store
 	switch cfg.Backend {
@@ -267,6 +268,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	// /v1/topics/x/partitions/.. would become a DELETE of the topic).
 	s.handler = api.New(b, api.WithLogger(cfg.Logger),
 		api.WithBodyReadTimeout(max(cfg.BodyReadTimeout, 0)),
+		api.WithRequestMetrics(s.Requests),
 		api.WithRoute(http.MethodGet, "/metrics", s.metricsHandler()))
 	return s, nil
 }
