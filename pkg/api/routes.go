@@ -3,7 +3,6 @@ package api
 import (
 	"net/http"
 	"time"
-
 )
 
 // Route is one route of API.md: a method and a ServeMux path pattern
@@ -93,4 +92,3 @@ func (s *server) observed(route string, h http.HandlerFunc) http.HandlerFunc {
 		returned = true
 	}
 }
-
