@@ -897,6 +897,41 @@ func (b *Broker) GroupOffsets(ctx context.Context, group, topicName string) ([]G
 	return out, nil
 }
 
+// PartitionState is one open partition's bounds as last seen by this
+// process (OpenPartitions).
+type PartitionState struct {
+	Topic          string
+	Partition      int
+	LogStartOffset int64
+	HighWatermark  int64
+}
+
+// OpenPartitions returns, sorted by topic and partition, the partitions
+// this process has open (they open on first use) with their last seen
+// bounds. It does no I/O.
+func (b *Broker) OpenPartitions() []PartitionState {
+	b.mu.RLock()
+	topics := make([]*topic, 0, len(b.topics))
+	for _, t := range b.topics {
+		topics = append(topics, t)
+	}
+	b.mu.RUnlock()
+	sort.Slice(topics, func(i, j int) bool { return topics[i].cfg.Name < topics[j].cfg.Name })
+	var out []PartitionState
+	for _, t := range topics {
+		t.pmu.Lock()
+		for p, l := range t.parts {
+			if l == nil {
+				continue
+			}
+			bd := l.LastBounds()
+			out = append(out, PartitionState{Topic: t.cfg.Name, Partition: p, LogStartOffset: bd.LogStartOffset, HighWatermark: bd.HighWatermark})
+		}
+		t.pmu.Unlock()
+	}
+	return out
+}
+
 // Close waits for in-flight operations, then closes every partition,
 // releasing leases cleanly. The metadata store is the caller's to close.
 func (b *Broker) Close() error {

@@ -691,6 +691,11 @@ func (l *Log) view(ctx context.Context) (*view, error) {
 	return v, nil
 }
 
+// LastBounds returns the bounds of the last view this Log published (its
+// own commits, or another process's seen by a read), without I/O: what a
+// metrics scrape may report. Fresh bounds need Bounds.
+func (l *Log) LastBounds() Bounds { return l.committed.Load().bounds() }
+
 // Bounds returns the log start offset, the high watermark and where the hot
 // tier starts.
 func (l *Log) Bounds(ctx context.Context) (Bounds, error) {

@@ -24,7 +24,13 @@ type collector struct {
 	finalized, finalizedBytes, logStartAdvances     *prometheus.Desc
 	damagedReads, quarantined                       *prometheus.Desc
 	httpRequests, httpDuration                      *prometheus.Desc
+	highWatermark, logStart, partitionsCut          *prometheus.Desc
 }
+
+// MaxPartitionSeries bounds the per-partition gauges of one scrape: the
+// first MaxPartitionSeries open partitions by topic and partition; the
+// number left out is tierlog_partition_series_dropped.
+const MaxPartitionSeries = 1000
 
 func newCollector(s *Server) *collector {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
@@ -47,6 +53,9 @@ func newCollector(s *Server) *collector {
 		finalized:        d("segments_finalized_total", "Segments moved to the cold tier."),
 		finalizedBytes:   d("segment_bytes_finalized_total", "Artifact bytes uploaded by the compactor."),
 		logStartAdvances: d("log_start_advances_total", "Retention passes that advanced a log start."),
+		highWatermark:    d("partition_high_watermark", "High watermark of a partition this process has open, as it last saw it.", "topic", "partition"),
+		logStart:         d("partition_log_start_offset", "Log start offset of a partition this process has open, as it last saw it.", "topic", "partition"),
+		partitionsCut:    d("partition_series_dropped", "Open partitions left out of the per-partition gauges (over MaxPartitionSeries)."),
 		damagedReads:     d("damaged_reads_total", "Reads that reached records damaged on disk (answered corrupt_record, never served)."),
 		quarantined:      d("segments_quarantined_total", "Sealed segments the compactor could not verify and kept hot (counted by every pass that finds one)."),
 		httpRequests:     d("http_requests_total", "HTTP requests by route pattern (not path), method and status code.", "route", "method", "code"),
@@ -91,6 +100,15 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.logStartAdvances, m.LogStartAdvances.Load())
 	counter(c.damagedReads, m.DamagedReads.Load())
 	counter(c.quarantined, m.SegmentsQuarantined.Load())
+	gauge := func(d *prometheus.Desc, v int64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), labels...)
+	}
+	open := c.s.Broker.OpenPartitions()
+	for _, p := range open[:min(len(open), MaxPartitionSeries)] {
+		gauge(c.highWatermark, p.HighWatermark, p.Topic, strconv.Itoa(p.Partition))
+		gauge(c.logStart, p.LogStartOffset, p.Topic, strconv.Itoa(p.Partition))
+	}
+	gauge(c.partitionsCut, int64(max(len(open)-MaxPartitionSeries, 0)))
 	c.s.Requests.Each(func(k metrics.HTTPKey, h *metrics.Histogram) {
 		code := strconv.Itoa(k.Code)
 		bounds, cum, sum, n := h.Snapshot()

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tierlog/tierlog/pkg/broker"
 	"github.com/tierlog/tierlog/pkg/server"
 )
 
@@ -82,5 +83,39 @@ func TestMetricsHTTPAndRuntime(t *testing.T) {
 	// The process collector reads /proc: Linux only.
 	if runtime.GOOS == "linux" && !regexp.MustCompile(`(?m)^process_resident_memory_bytes \S+`).MatchString(body) {
 		t.Error("no process_* series in /metrics")
+	}
+}
+
+// Each partition this process has open is a pair of gauges (high
+// watermark, log start) as it last saw them: no I/O at scrape time.
+func TestMetricsPartitionGauges(t *testing.T) {
+	ctx := context.Background()
+	s, err := server.Open(ctx, server.Config{DataDir: t.TempDir(), CompactInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Broker.CreateTopic(ctx, broker.TopicSpec{Name: "g"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Broker.ProducePartition(ctx, "g", 0, batchOf(7, 10)); err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	resp, err := ts.Client().Get(ts.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`tierlog_partition_high_watermark{partition="0",topic="g"} 7`,
+		`tierlog_partition_log_start_offset{partition="0",topic="g"} 0`,
+		`tierlog_partition_series_dropped 0`,
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
 	}
 }
