@@ -20,17 +20,7 @@ func TestInterruptedDeleteNeverAcknowledgesIntoOldIncarnation(t *testing.T) {
 	for _, step := range []string{"fence", "topic", "files"} {
 		t.Run("crash after "+step, func(t *testing.T) {
 			ctx := context.Background()
-			store, dir := mem.New(), t.TempDir()
-			n := 0
-			open := func() *Broker {
-				n++
-				b, err := New(ctx, Config{DataDir: dir, Meta: store, ReleaseEachBatch: true, Owner: fmt.Sprint("p", n)})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { b.Close() })
-				return b
-			}
+			open := processes(t)
 			a, b := open(), open()
 			if _, err := a.CreateTopic(ctx, TopicSpec{Name: "s"}); err != nil {
 				t.Fatal(err)
@@ -87,17 +77,7 @@ func TestInterruptedDeleteNeverAcknowledgesIntoOldIncarnation(t *testing.T) {
 // nobody can read. Found by the simulation (stale-item-recreated-skips-verify).
 func TestStaleProcessesNeverRecreateDeletedPartitions(t *testing.T) {
 	ctx := context.Background()
-	store, dir := mem.New(), t.TempDir()
-	n := 0
-	open := func() *Broker {
-		n++
-		b, err := New(ctx, Config{DataDir: dir, Meta: store, ReleaseEachBatch: true, Owner: fmt.Sprint("p", n)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { b.Close() })
-		return b
-	}
+	open := processes(t)
 	adm, b0, b1 := open(), open(), open()
 	if _, err := adm.CreateTopic(ctx, TopicSpec{Name: "s", Partitions: ptr(2)}); err != nil {
 		t.Fatal(err)
@@ -130,5 +110,22 @@ func TestStaleProcessesNeverRecreateDeletedPartitions(t *testing.T) {
 	}
 	if fmt.Sprint(got) != fmt.Sprint(acked) {
 		t.Errorf("I2: acknowledged %v, topic s partition 1 holds %v", acked, got)
+	}
+}
+
+// processes returns a function that starts one more broker process (its own
+// lease owner, as a Lambda container is) over one shared metadata store and
+// hot tier.
+func processes(t *testing.T) func() *Broker {
+	store, dir := mem.New(), t.TempDir()
+	n := 0
+	return func() *Broker {
+		n++
+		b, err := New(context.Background(), Config{DataDir: dir, Meta: store, ReleaseEachBatch: true, Owner: fmt.Sprint("p", n)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		return b
 	}
 }
