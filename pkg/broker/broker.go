@@ -123,6 +123,8 @@ type Broker struct {
 	closed bool
 	behind map[meta.PartitionKey]bool // refuse writes (CheckHot)
 
+	lags lags // for metrics: group lags last computed here
+
 	// crashAfter, in tests, stops DeleteTopic after the named step
 	// ("fence", "topic", "files"), as a crash there would.
 	crashAfter func(step string) bool
@@ -447,6 +449,7 @@ func (b *Broker) DeleteTopic(ctx context.Context, name string) error {
 	if b.crashed("files") {
 		return errCrashed
 	}
+	b.lags.forget(name)
 	if b.cfg.OnDeleteTopic != nil {
 		b.cfg.OnDeleteTopic(ctx, cfg)
 	}
@@ -851,6 +854,7 @@ func (b *Broker) CommitGroupOffsets(ctx context.Context, group string, offsets [
 		return fmt.Errorf("%w: no offsets", ErrInvalid)
 	}
 	offsets = append([]meta.GroupOffset(nil), offsets...)
+	hws := make([]int64, len(offsets))
 	for i, o := range offsets {
 		id, bounds, err := b.topicOffsets(ctx, o.Topic, o.Partition)
 		if err != nil {
@@ -860,9 +864,13 @@ func (b *Broker) CommitGroupOffsets(ctx context.Context, group string, offsets [
 			return &OffsetOutOfRangeError{Offset: o.Offset, LogStartOffset: bounds.LogStartOffset, HighWatermark: bounds.HighWatermark}
 		}
 		offsets[i].TopicID = id // offsets belong to this incarnation only
+		hws[i] = bounds.HighWatermark
 	}
 	if err := b.cfg.Meta.CommitOffsets(ctx, group, offsets); err != nil {
 		return metaErr(fmt.Sprintf("commit offsets of group %q", group), err)
+	}
+	for i, o := range offsets {
+		b.lags.record(group, o.Topic, o.Partition, hws[i]-o.Offset)
 	}
 	return nil
 }
@@ -892,7 +900,9 @@ func (b *Broker) GroupOffsets(ctx context.Context, group, topicName string) ([]G
 		if err != nil {
 			return nil, mapErr(err)
 		}
-		out = append(out, GroupOffset{GroupOffset: o, Lag: max(bounds.HighWatermark-o.Offset, 0)})
+		lag := max(bounds.HighWatermark-o.Offset, 0)
+		b.lags.record(group, topicName, o.Partition, lag)
+		out = append(out, GroupOffset{GroupOffset: o, Lag: lag})
 	}
 	return out, nil
 }

@@ -25,6 +25,7 @@ type collector struct {
 	damagedReads, quarantined                       *prometheus.Desc
 	httpRequests, httpDuration                      *prometheus.Desc
 	highWatermark, logStart, partitionsCut          *prometheus.Desc
+	groupLag, groupLagsCut                          *prometheus.Desc
 }
 
 // MaxPartitionSeries bounds the per-partition gauges of one scrape: the
@@ -56,6 +57,8 @@ func newCollector(s *Server) *collector {
 		highWatermark:    d("partition_high_watermark", "High watermark of a partition this process has open, as it last saw it.", "topic", "partition"),
 		logStart:         d("partition_log_start_offset", "Log start offset of a partition this process has open, as it last saw it.", "topic", "partition"),
 		partitionsCut:    d("partition_series_dropped", "Open partitions left out of the per-partition gauges (over MaxPartitionSeries)."),
+		groupLag:         d("group_lag", "A consumer group's lag on a partition (high watermark minus committed offset) when this process last committed or read the group's offsets.", "group", "topic", "partition"),
+		groupLagsCut:     d("group_lag_keys_dropped_total", "Group lags not recorded because broker.MaxGroupLags keys were already."),
 		damagedReads:     d("damaged_reads_total", "Reads that reached records damaged on disk (answered corrupt_record, never served)."),
 		quarantined:      d("segments_quarantined_total", "Sealed segments the compactor could not verify and kept hot (counted by every pass that finds one)."),
 		httpRequests:     d("http_requests_total", "HTTP requests by route pattern (not path), method and status code.", "route", "method", "code"),
@@ -109,6 +112,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.logStart, p.LogStartOffset, p.Topic, strconv.Itoa(p.Partition))
 	}
 	gauge(c.partitionsCut, int64(max(len(open)-MaxPartitionSeries, 0)))
+	lags, dropped := c.s.Broker.GroupLags()
+	for _, l := range lags {
+		gauge(c.groupLag, l.Lag, l.Group, l.Topic, strconv.Itoa(l.Partition))
+	}
+	counter(c.groupLagsCut, dropped)
 	c.s.Requests.Each(func(k metrics.HTTPKey, h *metrics.Histogram) {
 		code := strconv.Itoa(k.Code)
 		bounds, cum, sum, n := h.Snapshot()

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/tierlog/tierlog/pkg/broker"
+	"github.com/tierlog/tierlog/pkg/meta"
 	"github.com/tierlog/tierlog/pkg/server"
 )
 
@@ -87,7 +88,8 @@ func TestMetricsHTTPAndRuntime(t *testing.T) {
 }
 
 // Each partition this process has open is a pair of gauges (high
-// watermark, log start) as it last saw them: no I/O at scrape time.
+// watermark, log start) as it last saw them, and each group's lag as it
+// last computed it: no I/O at scrape time.
 func TestMetricsPartitionGauges(t *testing.T) {
 	ctx := context.Background()
 	s, err := server.Open(ctx, server.Config{DataDir: t.TempDir(), CompactInterval: -1})
@@ -101,6 +103,9 @@ func TestMetricsPartitionGauges(t *testing.T) {
 	if _, err := s.Broker.ProducePartition(ctx, "g", 0, batchOf(7, 10)); err != nil {
 		t.Fatal(err)
 	}
+	if err := s.Broker.CommitGroupOffsets(ctx, "gg", []meta.GroupOffset{{Topic: "g", Partition: 0, Offset: 3}}); err != nil {
+		t.Fatal(err)
+	}
 	ts := httptest.NewServer(s.Handler())
 	defer ts.Close()
 	resp, err := ts.Client().Get(ts.URL + "/metrics")
@@ -110,6 +115,8 @@ func TestMetricsPartitionGauges(t *testing.T) {
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	for _, want := range []string{
+		`tierlog_group_lag{group="gg",partition="0",topic="g"} 4`,
+		`tierlog_group_lag_keys_dropped_total 0`,
 		`tierlog_partition_high_watermark{partition="0",topic="g"} 7`,
 		`tierlog_partition_log_start_offset{partition="0",topic="g"} 0`,
 		`tierlog_partition_series_dropped 0`,
