@@ -33,12 +33,36 @@ type clientFlags struct {
 	region       string
 }
 
-func addClientFlags(c *cobra.Command, f *clientFlags) {
+// defaultRetryTimeout is --retry-timeout's default.
+const defaultRetryTimeout = 30 * time.Second
+
+// clientFlagSet says which of the flags that only some commands mean
+// anything for a command has.
+type clientFlagSet int
+
+const (
+	// retried: the command's requests are retried (reads, commits,
+	// produce), so --retry-timeout bounds them. Topic create and delete
+	// are sent once and do not have it.
+	retried clientFlagSet = 1 << iota
+	// records: the command produces or fetches records, so --binary
+	// changes their wire format.
+	records
+)
+
+// addClientFlags adds --url, --verbose, --sigv4 and --region, and
+// --retry-timeout and --binary as which says.
+func addClientFlags(c *cobra.Command, f *clientFlags, which clientFlagSet) {
 	fl := c.Flags()
+	f.retryTimeout = defaultRetryTimeout
 	fl.StringVar(&f.url, "url", defaultURL, "base URL of the tierlog API")
 	bindEnv(c, "url")
-	fl.BoolVar(&f.binary, "binary", false, "send and receive binary batches (application/vnd.tierlog.batch.v1) instead of JSON")
-	fl.DurationVar(&f.retryTimeout, "retry-timeout", 30*time.Second, "keep retrying a request the server could not take (503, connection errors)\nthis long before giving up; 0 never retries")
+	if which&records != 0 {
+		fl.BoolVar(&f.binary, "binary", false, "send and receive binary batches (application/vnd.tierlog.batch.v1) instead of JSON")
+	}
+	if which&retried != 0 {
+		fl.DurationVar(&f.retryTimeout, "retry-timeout", defaultRetryTimeout, "keep retrying a request the server could not take (503, connection errors)\nthis long before giving up; 0 never retries")
+	}
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log retries and requests to stderr")
 	fl.BoolVar(&f.sigv4, "sigv4", false, "sign requests with AWS SigV4 (service execute-api) for a deployed stack's IAM-authorized API;\n"+
 		"credentials from the AWS SDK's default chain (AWS_ACCESS_KEY_ID..., AWS_PROFILE, SSO, instance roles)")
@@ -156,6 +180,16 @@ func requireFlag(c *cobra.Command, name, value string) error {
 // signalContext is cancelled by SIGINT or SIGTERM.
 func signalContext(parent context.Context) (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(parent, syscall.SIGINT, syscall.SIGTERM)
+}
+
+// signalExitCode is the shell's exit code for the signal that cancelled a
+// signalContext: 143 for SIGTERM, else 130 (SIGINT).
+func signalExitCode(ctx context.Context) int {
+	// signal.NotifyContext's cause is "<signal> signal received".
+	if c := context.Cause(ctx); c != nil && strings.HasPrefix(c.Error(), syscall.SIGTERM.String()+" ") {
+		return 128 + int(syscall.SIGTERM)
+	}
+	return 128 + int(syscall.SIGINT)
 }
 
 // requestContext bounds a one-shot API call.

@@ -57,11 +57,14 @@ Where to start (-o, --offset):
 Without any of them consumption starts at the earliest offset.
 
 When to stop:
-  -c N, --count N     after N records, waiting for them if needed
+  -c N, --count N     after N records, waiting for them if needed; SIGINT or
+                      SIGTERM before N is a failure (exit 130 or 143), so a
+                      script never mistakes a short read for N records
   -e, --exit          at the end of the log as it was when the command started
                       (with -c, at whichever comes first)
   --follow            never: tail the log until SIGINT or SIGTERM (exit 0)
-Without -c or --follow, at the end of the log, as with -e.
+Without -c or --follow, at the end of the log, as with -e. Without -c, SIGINT
+and SIGTERM end consumption normally (exit 0, as kcat).
 
 Output (-f, --format):
   plain   the value, then -D (default a newline); with -K SEP, the key (empty
@@ -82,7 +85,7 @@ Output (-f, --format):
 		Args: checkArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error { return runConsume(cmd, o) },
 	}
-	addClientFlags(c, &o.cf)
+	addClientFlags(c, &o.cf, retried|records)
 	f := c.Flags()
 	f.StringVarP(&o.topic, "topic", "t", "", "topic to consume (required)")
 	f.IntVarP(&o.partition, "partition", "p", 0, "only this partition (default: every partition)")
@@ -233,7 +236,7 @@ func runConsume(cmd *cobra.Command, o consumeOpts) error {
 		starts, err := relativeStarts(ctx, cl, o.topic, fl.Changed("partition"), o.partition, start.n)
 		if err != nil {
 			if isInterrupt(ctx, err) {
-				return nil
+				return o.interrupted(ctx, 0)
 			}
 			return err
 		}
@@ -242,7 +245,7 @@ func runConsume(cmd *cobra.Command, o consumeOpts) error {
 	k, err := cl.NewConsumer(ctx, o.topic, opts...)
 	if err != nil {
 		if isInterrupt(ctx, err) {
-			return nil
+			return o.interrupted(ctx, 0)
 		}
 		return err
 	}
@@ -256,7 +259,7 @@ func runConsume(cmd *cobra.Command, o consumeOpts) error {
 			if err != nil {
 				k.Close(context.Background())
 				if isInterrupt(ctx, err) {
-					return nil
+					return o.interrupted(ctx, 0)
 				}
 				return err
 			}
@@ -264,7 +267,8 @@ func runConsume(cmd *cobra.Command, o consumeOpts) error {
 		}
 	}
 	w := bufio.NewWriterSize(cmd.OutOrStdout(), 256<<10)
-	runErr := consumeLoop(ctx, k, w, o, &pr, end)
+	var printed int
+	runErr := consumeLoop(ctx, k, w, o, &pr, end, &printed)
 	flushErr := w.Flush()
 
 	// Commit what was printed, even after an interrupt.
@@ -282,8 +286,23 @@ func runConsume(cmd *cobra.Command, o consumeOpts) error {
 		return fmt.Errorf("write output: %w", flushErr)
 	case commitErr != nil:
 		return fmt.Errorf("commit offsets of group %s: %w", o.group, commitErr)
+	case runErr != nil:
+		return o.interrupted(ctx, printed)
 	}
 	return nil
+}
+
+// interrupted is the end of a consume stopped by SIGINT or SIGTERM after
+// printing n records: with --count, before the count was reached, a
+// failure with the shell's code for the signal (130 or 143), so that a
+// script never takes a short read for the N records it asked for; without
+// --count (a tail or a read to the end, ended on purpose) success, as
+// kcat exits 0.
+func (o consumeOpts) interrupted(ctx context.Context, n int) error {
+	if o.count == 0 || n >= o.count {
+		return nil
+	}
+	return exitError{fmt.Errorf("interrupted after %d of %s", n, plural(int64(o.count), "record")), signalExitCode(ctx)}
 }
 
 // relativeStarts is -o -N: N records before each partition's high
@@ -306,11 +325,10 @@ func relativeStarts(ctx context.Context, cl *tlclient.Client, topic string, give
 
 // consumeLoop polls and prints until a stop condition, an error, or ctx
 // ends (an interrupt: consumeLoop returns ctx's error).
-func consumeLoop(ctx context.Context, k *tlclient.Consumer, w *bufio.Writer, o consumeOpts, pr *printer, end map[int]int64) error {
-	printed := 0
+func consumeLoop(ctx context.Context, k *tlclient.Consumer, w *bufio.Writer, o consumeOpts, pr *printer, end map[int]int64, printed *int) error {
 	lastCommit := time.Now()
 	done := func() bool {
-		if o.count > 0 && printed >= o.count {
+		if o.count > 0 && *printed >= o.count {
 			return true
 		}
 		if end == nil {
@@ -326,7 +344,7 @@ func consumeLoop(ctx context.Context, k *tlclient.Consumer, w *bufio.Writer, o c
 	for !done() {
 		max := 0
 		if o.count > 0 {
-			max = o.count - printed
+			max = o.count - *printed
 		}
 		msgs, err := k.PollN(ctx, max)
 		if err != nil {
@@ -337,7 +355,7 @@ func consumeLoop(ctx context.Context, k *tlclient.Consumer, w *bufio.Writer, o c
 				return fmt.Errorf("write output: %w", err)
 			}
 		}
-		printed += len(msgs)
+		*printed += len(msgs)
 		// Flush each batch: a tail shows records as they come, and a
 		// committed offset never covers a record not yet written.
 		if err := w.Flush(); err != nil {

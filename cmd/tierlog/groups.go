@@ -72,7 +72,7 @@ earliest and latest name those two.`,
 			return cl.CommitGroupOffsets(ctx, group, []tlclient.GroupOffset{{Topic: topic, Partition: partition, Offset: n, Metadata: metadata}})
 		},
 	}
-	addClientFlags(c, &cf)
+	addClientFlags(c, &cf, retried)
 	f := c.Flags()
 	f.StringVarP(&group, "group", "g", "", "consumer group (required)")
 	f.StringVarP(&topic, "topic", "t", "", "topic (required)")
@@ -132,7 +132,7 @@ consumed yet. Partitions the group never committed are not shown.`,
 			return tw.Flush()
 		},
 	}
-	addClientFlags(c, &cf)
+	addClientFlags(c, &cf, retried)
 	f := c.Flags()
 	f.StringVarP(&group, "group", "g", "", "consumer group (required)")
 	f.StringVarP(&topic, "topic", "t", "", "topic (required)")

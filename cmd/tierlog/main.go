@@ -21,6 +21,13 @@ const (
 // usageError marks errors in how the command was called.
 type usageError struct{ error }
 
+// exitError is a failure with its own exit code (an interrupted
+// consume --count: 128 plus the signal's number).
+type exitError struct {
+	error
+	code int
+}
+
 func main() {
 	os.Exit(run(os.Args[1:]))
 }
@@ -34,6 +41,10 @@ func run(args []string) int {
 		var ue usageError
 		if errors.As(err, &ue) {
 			return exitUsage
+		}
+		var ee exitError
+		if errors.As(err, &ee) {
+			return ee.code
 		}
 		return exitFailure
 	}

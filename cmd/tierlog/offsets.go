@@ -105,7 +105,7 @@ that late shows its high watermark and timestamp "-".`,
 			return tw.Flush()
 		},
 	}
-	addClientFlags(c, &cf)
+	addClientFlags(c, &cf, retried)
 	f := c.Flags()
 	f.StringVarP(&topic, "topic", "t", "", "topic (required)")
 	f.IntVarP(&partition, "partition", "p", 0, "only this partition (default: every partition)")

@@ -67,7 +67,7 @@ yet). The command exits 0 when every record was stored, 1 otherwise.`,
 			return runProduce(cmd, o, args)
 		},
 	}
-	addClientFlags(c, &o.cf)
+	addClientFlags(c, &o.cf, retried|records)
 	f := c.Flags()
 	f.StringVarP(&o.topic, "topic", "t", "", "topic to produce to (required)")
 	f.IntVarP(&o.partition, "partition", "p", 0, "send every record to this partition (default: by key hash, else round-robin)")
@@ -208,11 +208,11 @@ func runProduce(cmd *cobra.Command, o produceOpts, args []string) error {
 	n := failed.Load()
 	switch {
 	case readErr != nil && ctx.Err() != nil:
-		return fmt.Errorf("interrupted after sending %d records (%d failed)", sent, n)
+		return fmt.Errorf("interrupted after sending %s (%d failed)", plural(sent, "record"), n)
 	case readErr != nil:
-		return fmt.Errorf("%w (%d records sent before, %d of them failed)", readErr, sent, n)
+		return fmt.Errorf("%w (%s sent before, %d of them failed)", readErr, plural(sent, "record"), n)
 	case n > 0:
-		return fmt.Errorf("%d of %d records were not stored; first error: %w", n, sent, firstErr)
+		return fmt.Errorf("%s of %d not stored; first error: %w", plural(n, "record"), sent, firstErr)
 	case closeErr != nil:
 		return closeErr
 	}

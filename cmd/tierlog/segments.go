@@ -218,9 +218,9 @@ func verifySegment(s *segRef) verifyResult {
 	switch {
 	case err == nil:
 	case errors.Is(err, segment.ErrCorrupt):
-		res.problems = append(res.problems, fmt.Sprintf("after %d good records: %v", next-s.id.Base, err))
+		res.problems = append(res.problems, fmt.Sprintf("after %s: %v", plural(next-s.id.Base, "good record"), err))
 	case errors.Is(err, segment.ErrTruncated):
-		res.warnings = append(res.warnings, fmt.Sprintf("torn tail after %d good records: %v", next-s.id.Base, err))
+		res.warnings = append(res.warnings, fmt.Sprintf("torn tail after %s: %v", plural(next-s.id.Base, "good record"), err))
 	default:
 		res.problems = append(res.problems, err.Error())
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tierlog/tierlog/pkg/broker"
 	tlclient "github.com/tierlog/tierlog/pkg/client"
 )
 
@@ -23,15 +24,30 @@ func newTopicsCreateCmd() *cobra.Command {
 		spec   tlclient.TopicSpec
 		format string
 		nums   = map[string]*int64{}
+
+		cacheEnabled bool
+		readAhead    int
 	)
 	c := &cobra.Command{
 		Use:   "create NAME",
 		Short: "Create a topic",
 		Long: `Create a topic. Every setting but the name is optional; the server fills in
 its defaults (1 partition, 7 days retention, unlimited bytes, 16 MiB segments,
-60 s segment time, cleanup policy delete) and the topic is printed as stored.`,
+60 s segment time, cleanup policy delete, cold-tier cache on, 1 segment read
+ahead) and the topic is printed as stored.
+
+--cache-enabled and --read-ahead-segments are the cold-tier read settings of
+docs/api-extensions.md: with the cache on, the fetching process caches cold
+segments' indexes and a cold fetch loads its segment whole plus the next N;
+--cache-enabled=false or --read-ahead-segments 0 reads only the index and the
+window asked for.
+
+The request is sent once (a retry could answer topic_exists for a create
+that worked), so there is no --retry-timeout.`,
 		Example: `  tierlog topics create orders --partitions 3
-  tierlog topics create audit --retention-ms 86400000 --format json`,
+  tierlog topics create audit --retention-ms 86400000 --format json
+  tierlog topics create archive --cache-enabled=false
+  tierlog topics create replay --read-ahead-segments 4`,
 		Args: checkArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := outputFormat(format); err != nil {
@@ -49,6 +65,15 @@ its defaults (1 partition, 7 days retention, unlimited bytes, 16 MiB segments,
 			if cmd.Flags().Changed("partitions") && spec.Partitions < 1 {
 				return usagef("--partitions %d: want at least 1", spec.Partitions)
 			}
+			if cmd.Flags().Changed("cache-enabled") {
+				spec.CacheEnabled = &cacheEnabled
+			}
+			if cmd.Flags().Changed("read-ahead-segments") {
+				if readAhead < 0 || readAhead > broker.MaxReadAhead {
+					return usagef("--read-ahead-segments %d: want 0 to %d", readAhead, broker.MaxReadAhead)
+				}
+				spec.ReadAheadSegments = &readAhead
+			}
 			cl, err := cf.newClient()
 			if err != nil {
 				return err
@@ -62,7 +87,7 @@ its defaults (1 partition, 7 days retention, unlimited bytes, 16 MiB segments,
 			return printTopics(cmd.OutOrStdout(), format, []tlclient.Topic{t})
 		},
 	}
-	addClientFlags(c, &cf)
+	addClientFlags(c, &cf, 0) // sent once: no retries
 	f := c.Flags()
 	f.IntVar(&spec.Partitions, "partitions", 0, "number of partitions (default 1)")
 	for _, n := range []struct{ name, help string }{
@@ -75,6 +100,8 @@ its defaults (1 partition, 7 days retention, unlimited bytes, 16 MiB segments,
 		f.Int64Var(nums[n.name], n.name, 0, n.help)
 	}
 	f.StringVar(&spec.CleanupPolicy, "cleanup-policy", "", "cleanup policy (default delete)")
+	f.BoolVar(&cacheEnabled, "cache-enabled", true, "cache cold-tier indexes and read-ahead segments in the fetching process")
+	f.IntVar(&readAhead, "read-ahead-segments", 1, "with the cache on, segments a cold fetch reads ahead, 0 to 16")
 	f.StringVar(&format, "format", "plain", "output format: plain or json")
 	return c
 }
@@ -105,7 +132,7 @@ func newTopicsListCmd() *cobra.Command {
 			return printTopics(cmd.OutOrStdout(), format, ts)
 		},
 	}
-	addClientFlags(c, &cf)
+	addClientFlags(c, &cf, retried)
 	c.Flags().StringVar(&format, "format", "plain", "output format: plain or json")
 	return c
 }
@@ -166,7 +193,7 @@ func newTopicsDescribeCmd() *cobra.Command {
 			return tw.Flush()
 		},
 	}
-	addClientFlags(c, &cf)
+	addClientFlags(c, &cf, retried)
 	c.Flags().StringVar(&format, "format", "plain", "output format: plain or json")
 	return c
 }
@@ -176,7 +203,9 @@ func newTopicsDeleteCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "delete NAME",
 		Short: "Delete a topic and all its records",
-		Args:  checkArgs(cobra.ExactArgs(1)),
+		Long: `Delete a topic and all its records. The request is sent once (a retry could
+answer topic_not_found for a delete that worked), so there is no --retry-timeout.`,
+		Args: checkArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, err := cf.newClient()
 			if err != nil {
@@ -187,7 +216,7 @@ func newTopicsDeleteCmd() *cobra.Command {
 			return cl.DeleteTopic(ctx, args[0])
 		},
 	}
-	addClientFlags(c, &cf)
+	addClientFlags(c, &cf, 0) // sent once: no retries
 	return c
 }
 
@@ -202,9 +231,9 @@ func printTopics(w io.Writer, format string, ts []tlclient.Topic) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tPARTITIONS\tRETENTION_MS\tRETENTION_BYTES\tSEGMENT_BYTES\tSEGMENT_MS\tCLEANUP_POLICY")
+	fmt.Fprintln(tw, "NAME\tPARTITIONS\tRETENTION_MS\tRETENTION_BYTES\tSEGMENT_BYTES\tSEGMENT_MS\tCLEANUP_POLICY\tCACHE_ENABLED\tREAD_AHEAD_SEGMENTS")
 	for _, t := range ts {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\n", t.Name, t.Partitions, t.RetentionMs, t.RetentionBytes, t.SegmentBytes, t.SegmentMs, t.CleanupPolicy)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t%t\t%d\n", t.Name, t.Partitions, t.RetentionMs, t.RetentionBytes, t.SegmentBytes, t.SegmentMs, t.CleanupPolicy, t.CacheEnabled, t.ReadAheadSegments)
 	}
 	return tw.Flush()
 }

@@ -18,22 +18,36 @@ type Topic struct {
 	SegmentBytes   int64  `json:"segment_bytes"`
 	SegmentMs      int64  `json:"segment_ms"`
 	CleanupPolicy  string `json:"cleanup_policy"`
+	// Cold-tier read settings (docs/api-extensions.md): whether the
+	// fetching process caches cold segments' indexes, and how many
+	// segments a cold fetch reads ahead with the cache on (0 to 16).
+	CacheEnabled      bool `json:"cache_enabled"`
+	ReadAheadSegments int  `json:"read_ahead_segments"`
 }
 
-// TopicSpec is a create-topic request. Zero Partitions, nil numbers and an
-// empty CleanupPolicy take the server's defaults.
+// TopicSpec is a create-topic request. Zero Partitions, nil pointers and an
+// empty CleanupPolicy take the server's defaults (CacheEnabled true,
+// ReadAheadSegments 1: docs/api-extensions.md).
 type TopicSpec struct {
-	Name           string
-	Partitions     int
-	RetentionMs    *int64
-	RetentionBytes *int64
-	SegmentBytes   *int64
-	SegmentMs      *int64
-	CleanupPolicy  string
+	Name              string
+	Partitions        int
+	RetentionMs       *int64
+	RetentionBytes    *int64
+	SegmentBytes      *int64
+	SegmentMs         *int64
+	CleanupPolicy     string
+	CacheEnabled      *bool
+	ReadAheadSegments *int
 }
 
 // Int64 returns a pointer to v, for TopicSpec's optional numbers.
 func Int64(v int64) *int64 { return &v }
+
+// Int returns a pointer to v, for TopicSpec.ReadAheadSegments.
+func Int(v int) *int { return &v }
+
+// Bool returns a pointer to v, for TopicSpec.CacheEnabled.
+func Bool(v bool) *bool { return &v }
 
 // Offsets are a partition's bounds.
 type Offsets struct {
@@ -122,6 +136,12 @@ func (c *Client) CreateTopic(ctx context.Context, spec TopicSpec) (Topic, error)
 	}
 	if spec.CleanupPolicy != "" {
 		body["cleanup_policy"] = spec.CleanupPolicy
+	}
+	if spec.CacheEnabled != nil {
+		body["cache_enabled"] = *spec.CacheEnabled
+	}
+	if spec.ReadAheadSegments != nil {
+		body["read_ahead_segments"] = *spec.ReadAheadSegments
 	}
 	res, err := c.sendJSON(ctx, "POST", "/v1/topics", body, false)
 	if err != nil {
