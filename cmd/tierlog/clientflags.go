@@ -177,16 +177,35 @@ func requireFlag(c *cobra.Command, name, value string) error {
 	return nil
 }
 
-// signalContext is cancelled by SIGINT or SIGTERM.
+// signalContext is cancelled by SIGINT or SIGTERM, with the signal as its
+// cause (signalExitCode reads it).
 func signalContext(parent context.Context) (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(parent, syscall.SIGINT, syscall.SIGTERM)
+	ctx, cancel := context.WithCancelCause(parent)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		select {
+		case sig := <-ch:
+			cancel(signalCause{sig})
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		cancel(context.Canceled)
+	}
 }
+
+// signalCause is the cause of a signalContext a signal cancelled.
+type signalCause struct{ sig os.Signal }
+
+func (c signalCause) Error() string { return c.sig.String() + " signal received" }
 
 // signalExitCode is the shell's exit code for the signal that cancelled a
 // signalContext: 143 for SIGTERM, else 130 (SIGINT).
 func signalExitCode(ctx context.Context) int {
-	// signal.NotifyContext's cause is "<signal> signal received".
-	if c := context.Cause(ctx); c != nil && strings.HasPrefix(c.Error(), syscall.SIGTERM.String()+" ") {
+	var c signalCause
+	if errors.As(context.Cause(ctx), &c) && c.sig == syscall.SIGTERM {
 		return 128 + int(syscall.SIGTERM)
 	}
 	return 128 + int(syscall.SIGINT)
