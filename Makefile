@@ -108,11 +108,18 @@ LOCALSTACK_COMPOSE := docker compose -f localstack/docker-compose.yml
 LOCAL_HOT_DIR      ?= $(CURDIR)/.hot
 LITE_LISTEN        ?= 127.0.0.1:4566
 LITE_DATA_DIR      ?=
-# cdklocal (aws-cdk-local) runs the CDK CLI pinned in infra/cdk.
-CDKLOCAL := NODE_PATH=$(CURDIR)/infra/cdk/node_modules npx --yes --package aws-cdk-local@3.0.4 cdklocal
+# cdklocal (aws-cdk-local 3.0.4) and the CDK CLI it wraps are both pinned in
+# infra/cdk/package.json.
+CDKLOCAL := npx --no-install cdklocal
 LOCAL_AWS_ENV := AWS_ENDPOINT_URL=http://127.0.0.1:4566 AWS_ENDPOINT_URL_S3=http://127.0.0.1:4566 \
-	AWS_S3_FORCE_PATH_STYLE=1 AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test \
+	AWS_S3_FORCE_PATH_STYLE=1 AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1 \
+	AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test \
 	JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20
+# The stack LocalStack gets: no EFS or VPC (LAMBDA_DOCKER_FLAGS bind-mounts
+# ./.hot at /mnt/tierlog instead), functions of the architecture the zips
+# were built for (LAMBDA_GOARCH=amd64 on x86 hosts).
+LOCAL_CDK_ARGS := -c hotTier=bindMount -c removalPolicy=destroy \
+	-c lambdaArch=$(LAMBDA_GOARCH) -c distDir=$(abspath $(DIST_DIR))
 
 .PHONY: localstack-up localstack-down deploy-local lite
 
@@ -125,11 +132,11 @@ localstack-up:
 localstack-down:
 	TIERLOG_HOT_HOST_DIR=$(LOCAL_HOT_DIR) $(LOCALSTACK_COMPOSE) down
 
-## deploy-local: deploy infra/cdk into LocalStack with cdklocal (after make localstack-up)
+## deploy-local: deploy infra/cdk into LocalStack with cdklocal (after make localstack-up; LAMBDA_GOARCH=amd64 on x86 hosts)
 deploy-local: build
-	cd infra/cdk && { test -d node_modules/aws-cdk || npm ci --no-audit --no-fund; } && \
-	$(LOCAL_AWS_ENV) $(CDKLOCAL) bootstrap aws://000000000000/us-east-1 && \
-	$(LOCAL_AWS_ENV) $(CDKLOCAL) deploy --require-approval never -c removalPolicy=destroy
+	cd infra/cdk && { test -x node_modules/.bin/cdklocal || npm ci --no-audit --no-fund; } && \
+	$(LOCAL_AWS_ENV) $(CDKLOCAL) bootstrap aws://000000000000/us-east-1 $(LOCAL_CDK_ARGS) && \
+	$(LOCAL_AWS_ENV) $(CDKLOCAL) deploy --require-approval never $(LOCAL_CDK_ARGS)
 
 ## lite: S3 and DynamoDB on one endpoint without Docker (LITE_DATA_DIR=./.lite keeps objects)
 lite:

@@ -22,8 +22,15 @@ type Config struct {
 	BucketName string `json:"bucketName"`
 
 	// DistDir holds produce.zip, fetch.zip and compactor.zip (each with a
-	// `bootstrap` executable for linux/arm64), relative to infra/cdk.
+	// `bootstrap` executable for linux/LambdaArch), relative to infra/cdk.
 	DistDir string `json:"distDir"`
+
+	// LambdaArch is the functions' architecture, in Go's GOARCH spelling
+	// so it can be the Makefile's LAMBDA_GOARCH: "arm64" (default,
+	// Graviton) or "amd64" (x86_64). It must match the zips. make
+	// deploy-local passes LAMBDA_GOARCH, so x86 hosts running LocalStack
+	// need neither QEMU nor LAMBDA_IGNORE_ARCHITECTURE.
+	LambdaArch string `json:"lambdaArch"`
 
 	// Memory in MB and timeout in seconds of each function. API Gateway
 	// gives up on an integration after 30 s, so the two API functions
@@ -69,6 +76,17 @@ type Config struct {
 	// compaction.
 	CompactorInvokeEndpoint bool `json:"compactorInvokeEndpoint"`
 
+	// HotTier is where the functions' hot tier (TIERLOG_HOT_DIR, always
+	// HotDir) comes from: "efs" (default) mounts an EFS access point there,
+	// inside a VPC of isolated subnets; "bindMount" leaves out EFS and
+	// everything that exists only for it (the VPC and its subnets, flow
+	// log and endpoints, the mount targets, the access point, the security
+	// groups) and runs the functions outside any VPC, for LocalStack, whose
+	// compose file bind-mounts a host directory at HotDir into every Lambda
+	// container (localstack/README.md, way A). A bindMount stack on AWS
+	// has no hot tier: /mnt/tierlog does not exist there.
+	HotTier string `json:"hotTier"`
+
 	// Nag applies the cdk-nag AwsSolutions checks at synth (main.go only;
 	// errors fail `cdk synth` and `cdk deploy`). Default true.
 	Nag bool `json:"nag"`
@@ -79,6 +97,7 @@ func DefaultConfig() Config {
 	return Config{
 		StackName:               "Tierlog",
 		DistDir:                 "../../dist",
+		LambdaArch:              "arm64",
 		ProduceMemoryMB:         1024,
 		FetchMemoryMB:           1024,
 		CompactorMemoryMB:       1024,
@@ -90,9 +109,20 @@ func DefaultConfig() Config {
 		MaxAzs:                  2,
 		LogRetentionDays:        30,
 		CompactorInvokeEndpoint: true,
+		HotTier:                 HotTierEFS,
 		Nag:                     true,
 	}
 }
+
+// HotTier values (Config.HotTier).
+const (
+	HotTierEFS       = "efs"
+	HotTierBindMount = "bindMount"
+)
+
+// EFS reports whether the hot tier is an EFS file system (and so the
+// functions run in a VPC).
+func (c Config) EFS() bool { return c.HotTier == HotTierEFS }
 
 // Retain reports whether stateful resources outlive the stack.
 func (c Config) Retain() bool { return c.RemovalPolicy == "retain" }
@@ -147,6 +177,12 @@ func (c Config) validate() error {
 	}
 	if c.MaxAzs < 1 || c.MaxAzs > 2 {
 		bad("maxAzs = %d: want 1 or 2 (an environment-agnostic stack sees two zones)", c.MaxAzs)
+	}
+	if c.LambdaArch != "arm64" && c.LambdaArch != "amd64" {
+		bad("lambdaArch = %q: want arm64 or amd64 (GOARCH of the zips)", c.LambdaArch)
+	}
+	if c.HotTier != HotTierEFS && c.HotTier != HotTierBindMount {
+		bad("hotTier = %q: want %s or %s", c.HotTier, HotTierEFS, HotTierBindMount)
 	}
 	if _, ok := allowedRetentionDays[c.LogRetentionDays]; !ok {
 		days := make([]int, 0, len(allowedRetentionDays))
@@ -220,6 +256,8 @@ func ConfigFromContext(get func(key string) any) (Config, error) {
 	str("tableName", &c.TableName)
 	str("bucketName", &c.BucketName)
 	str("distDir", &c.DistDir)
+	str("lambdaArch", &c.LambdaArch)
+	c.LambdaArch = strings.ToLower(strings.TrimSpace(c.LambdaArch))
 	num("produceMemoryMB", &c.ProduceMemoryMB)
 	num("fetchMemoryMB", &c.FetchMemoryMB)
 	num("compactorMemoryMB", &c.CompactorMemoryMB)
@@ -233,6 +271,12 @@ func ConfigFromContext(get func(key string) any) (Config, error) {
 	num("maxAzs", &c.MaxAzs)
 	num("logRetentionDays", &c.LogRetentionDays)
 	boolean("compactorInvokeEndpoint", &c.CompactorInvokeEndpoint)
+	str("hotTier", &c.HotTier)
+	for _, v := range []string{HotTierEFS, HotTierBindMount} {
+		if strings.EqualFold(strings.TrimSpace(c.HotTier), v) {
+			c.HotTier = v
+		}
+	}
 	boolean("nag", &c.Nag)
 	if len(errs) > 0 {
 		return Config{}, fmt.Errorf("tierlog cdk config: %s", strings.Join(errs, "; "))

@@ -130,7 +130,11 @@ func NewTierlogStack(scope constructs.Construct, id *string, props *TierlogStack
 	}
 	sprops := props.StackProps
 	if sprops.Description == nil {
-		sprops.Description = jsii.String("tierlog: serverless tiered log (EFS hot tier, S3 cold tier, DynamoDB metadata)")
+		hot := "EFS hot tier"
+		if !cfg.EFS() {
+			hot = "hot tier: LocalStack bind mount at " + HotDir
+		}
+		sprops.Description = jsii.String("tierlog: serverless tiered log (" + hot + ", S3 cold tier, DynamoDB metadata)")
 	}
 	stack := awscdk.NewStack(scope, id, &sprops)
 	awscdk.Tags_Of(stack).Add(jsii.String("project"), jsii.String("tierlog"), nil)
@@ -148,34 +152,45 @@ func NewTierlogStack(scope constructs.Construct, id *string, props *TierlogStack
 	}
 
 	// ---- network ----
-	isolated := &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_ISOLATED}
-	vpc := awsec2.NewVpc(stack, jsii.String("Vpc"), &awsec2.VpcProps{
-		MaxAzs:      jsii.Number(cfg.MaxAzs),
-		NatGateways: jsii.Number(0),
-		SubnetConfiguration: &[]*awsec2.SubnetConfiguration{{
-			Name:       jsii.String("isolated"),
-			SubnetType: awsec2.SubnetType_PRIVATE_ISOLATED,
-			CidrMask:   jsii.Number(24),
-		}},
-		// Rejected traffic only: it is what shows a security group or
-		// endpoint misconfiguration, at a fraction of ALL's volume.
-		FlowLogs: &map[string]*awsec2.FlowLogOptions{
-			"Rejected": {
-				TrafficType: awsec2.FlowLogTrafficType_REJECT,
-				Destination: awsec2.FlowLogDestination_ToCloudWatchLogs(newLogGroup("VpcFlowLogs"), nil),
+	// With hotTier=bindMount there is no VPC: it exists only so the
+	// functions can reach EFS; vpc, fs and ap stay nil.
+	var (
+		isolated                   *awsec2.SubnetSelection
+		vpc                        awsec2.Vpc
+		s3Endpoint, dynamoEndpoint awsec2.GatewayVpcEndpoint
+		fs                         awsefs.FileSystem
+		ap                         awsefs.AccessPoint
+	)
+	if cfg.EFS() {
+		isolated = &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_ISOLATED}
+		vpc = awsec2.NewVpc(stack, jsii.String("Vpc"), &awsec2.VpcProps{
+			MaxAzs:      jsii.Number(cfg.MaxAzs),
+			NatGateways: jsii.Number(0),
+			SubnetConfiguration: &[]*awsec2.SubnetConfiguration{{
+				Name:       jsii.String("isolated"),
+				SubnetType: awsec2.SubnetType_PRIVATE_ISOLATED,
+				CidrMask:   jsii.Number(24),
+			}},
+			// Rejected traffic only: it is what shows a security group or
+			// endpoint misconfiguration, at a fraction of ALL's volume.
+			FlowLogs: &map[string]*awsec2.FlowLogOptions{
+				"Rejected": {
+					TrafficType: awsec2.FlowLogTrafficType_REJECT,
+					Destination: awsec2.FlowLogDestination_ToCloudWatchLogs(newLogGroup("VpcFlowLogs"), nil),
+				},
 			},
-		},
-		// Restricting the default security group needs a custom-resource
-		// Lambda; nothing here uses the default group (every ENI gets its
-		// own), so it stays as VPC creates it.
-		RestrictDefaultSecurityGroup: jsii.Bool(false),
-	})
-	s3Endpoint := vpc.AddGatewayEndpoint(jsii.String("S3Endpoint"), &awsec2.GatewayVpcEndpointOptions{
-		Service: awsec2.GatewayVpcEndpointAwsService_S3(),
-	})
-	dynamoEndpoint := vpc.AddGatewayEndpoint(jsii.String("DynamoDBEndpoint"), &awsec2.GatewayVpcEndpointOptions{
-		Service: awsec2.GatewayVpcEndpointAwsService_DYNAMODB(),
-	})
+			// Restricting the default security group needs a custom-resource
+			// Lambda; nothing here uses the default group (every ENI gets its
+			// own), so it stays as VPC creates it.
+			RestrictDefaultSecurityGroup: jsii.Bool(false),
+		})
+		s3Endpoint = vpc.AddGatewayEndpoint(jsii.String("S3Endpoint"), &awsec2.GatewayVpcEndpointOptions{
+			Service: awsec2.GatewayVpcEndpointAwsService_S3(),
+		})
+		dynamoEndpoint = vpc.AddGatewayEndpoint(jsii.String("DynamoDBEndpoint"), &awsec2.GatewayVpcEndpointOptions{
+			Service: awsec2.GatewayVpcEndpointAwsService_DYNAMODB(),
+		})
+	}
 
 	// ---- storage ----
 	table := awsdynamodb.NewTable(stack, jsii.String("Table"), &awsdynamodb.TableProps{
@@ -199,40 +214,42 @@ func NewTierlogStack(scope constructs.Construct, id *string, props *TierlogStack
 		Versioned:         jsii.Bool(false),
 		RemovalPolicy:     removal,
 	})
-	fs := awsefs.NewFileSystem(stack, jsii.String("HotTier"), &awsefs.FileSystemProps{
-		Vpc:             vpc,
-		VpcSubnets:      isolated,
-		Encrypted:       jsii.Bool(true),
-		ThroughputMode:  awsefs.ThroughputMode_ELASTIC,
-		PerformanceMode: awsefs.PerformanceMode_GENERAL_PURPOSE,
-		RemovalPolicy:   removal,
-		// true only stops CDK from adding its own statement (AnyPrincipal
-		// may ClientWrite and ClientRootAccess via a mount target), which
-		// under the @aws-cdk/aws-efs:denyAnonymousAccess feature flag
-		// would make fetch's mount writable. The file system policy below
-		// grants nothing to anonymous (non-IAM) clients, not even
-		// ClientMount, so they still cannot mount.
-		AllowAnonymousAccess: jsii.Bool(true),
-	})
-	ap := fs.AddAccessPoint(jsii.String("AccessPoint"), &awsefs.AccessPointOptions{
-		Path:      jsii.String(accessPointPath),
-		PosixUser: &awsefs.PosixUser{Uid: jsii.String(posixID), Gid: jsii.String(posixID)},
-		CreateAcl: &awsefs.Acl{OwnerUid: jsii.String(posixID), OwnerGid: jsii.String(posixID), Permissions: jsii.String("750")},
-	})
+	if cfg.EFS() {
+		fs = awsefs.NewFileSystem(stack, jsii.String("HotTier"), &awsefs.FileSystemProps{
+			Vpc:             vpc,
+			VpcSubnets:      isolated,
+			Encrypted:       jsii.Bool(true),
+			ThroughputMode:  awsefs.ThroughputMode_ELASTIC,
+			PerformanceMode: awsefs.PerformanceMode_GENERAL_PURPOSE,
+			RemovalPolicy:   removal,
+			// true only stops CDK from adding its own statement (AnyPrincipal
+			// may ClientWrite and ClientRootAccess via a mount target), which
+			// under the @aws-cdk/aws-efs:denyAnonymousAccess feature flag
+			// would make fetch's mount writable. The file system policy below
+			// grants nothing to anonymous (non-IAM) clients, not even
+			// ClientMount, so they still cannot mount.
+			AllowAnonymousAccess: jsii.Bool(true),
+		})
+		ap = fs.AddAccessPoint(jsii.String("AccessPoint"), &awsefs.AccessPointOptions{
+			Path:      jsii.String(accessPointPath),
+			PosixUser: &awsefs.PosixUser{Uid: jsii.String(posixID), Gid: jsii.String(posixID)},
+			CreateAcl: &awsefs.Acl{OwnerUid: jsii.String(posixID), OwnerGid: jsii.String(posixID), Permissions: jsii.String("750")},
+		})
 
-	// The gateway endpoints admit only this stack's bucket and table: the
-	// functions have no other S3 or DynamoDB business, and it closes the
-	// VPC as an exfiltration path even to a role with broader rights.
-	s3Endpoint.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
-		Actions:    jsii.Strings("s3:ListBucket", "s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload", "s3:DeleteObject"),
-		Resources:  &[]*string{bucket.BucketArn(), bucket.ArnForObjects(jsii.String("*"))},
-	}))
-	dynamoEndpoint.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
-		Actions:    jsii.Strings(append(append([]string{}, tableReadActions...), tableWriteActions...)...),
-		Resources:  &[]*string{table.TableArn()},
-	}))
+		// The gateway endpoints admit only this stack's bucket and table: the
+		// functions have no other S3 or DynamoDB business, and it closes the
+		// VPC as an exfiltration path even to a role with broader rights.
+		s3Endpoint.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
+			Actions:    jsii.Strings("s3:ListBucket", "s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload", "s3:DeleteObject"),
+			Resources:  &[]*string{bucket.BucketArn(), bucket.ArnForObjects(jsii.String("*"))},
+		}))
+		dynamoEndpoint.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
+			Actions:    jsii.Strings(append(append([]string{}, tableReadActions...), tableWriteActions...)...),
+			Resources:  &[]*string{table.TableArn()},
+		}))
+	}
 
 	// ---- functions ----
 	// efsMount mounts the access point at HotDir. Lambda's file system
@@ -242,6 +259,9 @@ func NewTierlogStack(scope constructs.Construct, id *string, props *TierlogStack
 	// EFS IAM authorization refuses writes without ClientWrite and the
 	// file system policy below grants ClientWrite to nobody else.
 	efsMount := func(write bool) awslambda.FileSystem {
+		if !cfg.EFS() {
+			return nil // the bind mount is LocalStack's (LAMBDA_DOCKER_FLAGS)
+		}
 		actions := []string{"elasticfilesystem:ClientMount"}
 		if write {
 			actions = append(actions, "elasticfilesystem:ClientWrite")
@@ -277,37 +297,49 @@ func NewTierlogStack(scope constructs.Construct, id *string, props *TierlogStack
 	// the roles, so roles inside the functions would close a cycle. Own
 	// roles also skip AWSLambdaBasicExecutionRole (logs:* on every log
 	// group): each role may write its own log group only.
+	arch := awslambda.Architecture_ARM_64()
+	if cfg.LambdaArch == "amd64" {
+		arch = awslambda.Architecture_X86_64()
+	}
 	newFunction := func(id, name, description string, memoryMB, timeoutSeconds int, fsys awslambda.FileSystem,
 		environment *map[string]*string, reserved *float64) awslambda.Function {
 		logs := newLogGroup(id + "Logs")
-		role := awsiam.NewRole(stack, jsii.String(id+"Role"), &awsiam.RoleProps{
-			Description: jsii.String("tierlog " + name + " function"),
-			AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
-			ManagedPolicies: &[]awsiam.IManagedPolicy{
+		var managed *[]awsiam.IManagedPolicy
+		if cfg.EFS() {
+			managed = &[]awsiam.IManagedPolicy{
 				awsiam.ManagedPolicy_FromAwsManagedPolicyName(jsii.String(vpcAccessPolicy)),
-			},
+			}
+		}
+		role := awsiam.NewRole(stack, jsii.String(id+"Role"), &awsiam.RoleProps{
+			Description:     jsii.String("tierlog " + name + " function"),
+			AssumedBy:       awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
+			ManagedPolicies: managed,
 		})
 		role.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Actions:   jsii.Strings("logs:CreateLogStream", "logs:PutLogEvents"),
 			Resources: &[]*string{logs.LogGroupArn()},
 		}))
-		sg := awsec2.NewSecurityGroup(stack, jsii.String(id+"SecurityGroup"), &awsec2.SecurityGroupProps{
-			Vpc:              vpc,
-			Description:      jsii.String("tierlog " + name + " function"),
-			AllowAllOutbound: jsii.Bool(true),
-		})
-		// Egress stays open (the isolated subnets route nowhere but the
-		// VPC and the gateway endpoints, whose prefix lists a template
-		// cannot name offline), so the per-peer egress rules CDK would add
-		// for EFS and the Lambda endpoint are redundant.
-		awscdk.Annotations_Of(sg).AcknowledgeWarning(jsii.String("@aws-cdk/aws-ec2:ipv4IgnoreEgressRule"),
-			jsii.String("all outbound is allowed on purpose; see stack.go"))
+		var sgs *[]awsec2.ISecurityGroup
+		if cfg.EFS() {
+			sg := awsec2.NewSecurityGroup(stack, jsii.String(id+"SecurityGroup"), &awsec2.SecurityGroupProps{
+				Vpc:              vpc,
+				Description:      jsii.String("tierlog " + name + " function"),
+				AllowAllOutbound: jsii.Bool(true),
+			})
+			// Egress stays open (the isolated subnets route nowhere but the
+			// VPC and the gateway endpoints, whose prefix lists a template
+			// cannot name offline), so the per-peer egress rules CDK would add
+			// for EFS and the Lambda endpoint are redundant.
+			awscdk.Annotations_Of(sg).AcknowledgeWarning(jsii.String("@aws-cdk/aws-ec2:ipv4IgnoreEgressRule"),
+				jsii.String("all outbound is allowed on purpose; see stack.go"))
+			sgs = &[]awsec2.ISecurityGroup{sg}
+		}
 		return awslambda.NewFunction(stack, jsii.String(id), &awslambda.FunctionProps{
 			Role:                         role,
-			SecurityGroups:               &[]awsec2.ISecurityGroup{sg},
+			SecurityGroups:               sgs,
 			Description:                  jsii.String(description),
 			Runtime:                      awslambda.Runtime_PROVIDED_AL2023(),
-			Architecture:                 awslambda.Architecture_ARM_64(),
+			Architecture:                 arch,
 			Handler:                      jsii.String("bootstrap"),
 			Code:                         code(name),
 			MemorySize:                   jsii.Number(memoryMB),
@@ -344,19 +376,21 @@ func NewTierlogStack(scope constructs.Construct, id *string, props *TierlogStack
 	// and ClientWrite need IAM-authenticated principals; only produce and
 	// the compactor may write. Same-account access is the union of this
 	// and the roles' own policies, which grant the same actions.
-	viaMountTarget := &map[string]any{"Bool": map[string]any{"elasticfilesystem:AccessedViaMountTarget": "true"}}
-	fs.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Sid:        jsii.String("MountForTierlogFunctions"),
-		Principals: &[]awsiam.IPrincipal{produce.Role(), fetch.Role(), compactor.Role()},
-		Actions:    jsii.Strings("elasticfilesystem:ClientMount"),
-		Conditions: viaMountTarget,
-	}))
-	fs.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Sid:        jsii.String("WriteForProduceAndCompactor"),
-		Principals: &[]awsiam.IPrincipal{produce.Role(), compactor.Role()},
-		Actions:    jsii.Strings("elasticfilesystem:ClientWrite"),
-		Conditions: viaMountTarget,
-	}))
+	if cfg.EFS() {
+		viaMountTarget := &map[string]any{"Bool": map[string]any{"elasticfilesystem:AccessedViaMountTarget": "true"}}
+		fs.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:        jsii.String("MountForTierlogFunctions"),
+			Principals: &[]awsiam.IPrincipal{produce.Role(), fetch.Role(), compactor.Role()},
+			Actions:    jsii.Strings("elasticfilesystem:ClientMount"),
+			Conditions: viaMountTarget,
+		}))
+		fs.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:        jsii.String("WriteForProduceAndCompactor"),
+			Principals: &[]awsiam.IPrincipal{produce.Role(), compactor.Role()},
+			Actions:    jsii.Strings("elasticfilesystem:ClientWrite"),
+			Conditions: viaMountTarget,
+		}))
+	}
 
 	allow := func(fn awslambda.Function, actions []string, resources ...*string) {
 		fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
@@ -385,6 +419,8 @@ func NewTierlogStack(scope constructs.Construct, id *string, props *TierlogStack
 		// Exactly the function, not GrantInvoke's "<arn>:*" (versions and
 		// aliases are not used).
 		allow(produce, []string{"lambda:InvokeFunction"}, compactor.FunctionArn())
+	}
+	if cfg.CompactorInvokeEndpoint && cfg.EFS() {
 		// Isolated subnets reach the Lambda API only through this
 		// endpoint; only produce may connect, and only to invoke the
 		// compactor.
@@ -491,10 +527,11 @@ func NewTierlogStack(scope constructs.Construct, id *string, props *TierlogStack
 		Service:  jsii.String("execute-api"),
 		Resource: api.ApiId(),
 	})
-	for _, o := range []struct {
+	type output struct {
 		id, desc string
 		v        *string
-	}{
+	}
+	outputs := []output{
 		{"ApiUrl", "HTTP API base URL (SigV4, service execute-api)", api.ApiEndpoint()},
 		{"ApiArn", "execute-api ARN of the HTTP API: IAM policies grant execute-api:Invoke on <ApiArn>/$default/<METHOD>/<path>", apiArn},
 		{"ExampleTopicPolicyStatement", "IAM policy statement: produce to and consume from one topic (replace TOPIC; add " +
@@ -503,9 +540,12 @@ func NewTierlogStack(scope constructs.Construct, id *string, props *TierlogStack
 			examplePolicy(apiArn, "TOPIC", "GET", "HEAD")},
 		{"TableName", "DynamoDB metadata table", table.TableName()},
 		{"BucketName", "S3 cold-tier bucket", bucket.BucketName()},
-		{"FileSystemId", "EFS hot-tier file system", fs.FileSystemId()},
 		{"CompactorFunctionName", "compactor function (invoke to run a compaction now)", compactor.FunctionName()},
-	} {
+	}
+	if cfg.EFS() {
+		outputs = append(outputs, output{"FileSystemId", "EFS hot-tier file system", fs.FileSystemId()})
+	}
+	for _, o := range outputs {
 		awscdk.NewCfnOutput(stack, jsii.String(o.id), &awscdk.CfnOutputProps{Value: o.v, Description: jsii.String(o.desc)})
 	}
 
