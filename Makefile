@@ -100,7 +100,7 @@ deploy: cdk-deps
 	cd $(CDK_DIR) && $(CDK_ENV) npx --no-install cdk deploy --no-notices -c distDir=$(abspath $(DIST_DIR)) $(CDK_ARGS)
 
 ## cdk-test: the CDK assertions and cdk-nag tests (first build of the CDK module takes minutes)
-cdk-test:
+cdk-test: cdk-deps
 	cd $(CDK_DIR) && $(CDK_ENV) $(GO) test -count=1 -timeout 20m ./...
 
 # ---- LocalStack and the Docker-free emulator (see localstack/README.md) ----
