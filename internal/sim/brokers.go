@@ -140,6 +140,8 @@ func (w *World) brokerOffsetForTime(a *Actor, b *broker.Broker, c cmd) {
 		switch {
 		case errors.Is(err, broker.ErrUnavailable), errors.Is(err, broker.ErrTopicNotFound), errors.Is(err, errS3):
 		case pm != nil && w.damageExplains(pm, err):
+		case pm == nil && len(w.gone) > 0 && isDamage(err):
+			// an older incarnation's damage (as for fetches)
 		default:
 			w.fail(fmt.Errorf("%s: offset for time %d of %d: %v", a.Name, c.ts, c.p, err))
 		}
