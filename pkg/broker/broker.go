@@ -669,7 +669,7 @@ func (b *Broker) Fetch(ctx context.Context, req FetchRequest) (FetchResult, erro
 		recs, bounds, err = l.Read(ctx, req.Offset, maxRecords, maxBytes)
 	}
 	if errors.Is(err, partition.ErrNotHot) {
-		recs, bounds, err = b.fetchCold(ctx, t, l, req.Partition, req.Offset, maxRecords, maxBytes)
+		recs, bounds, err = b.fetchCold(ctx, t, l, req.Partition, req.Offset, maxRecords, maxBytes, bounds)
 	}
 	if err != nil {
 		return FetchResult{}, t.mapErr(ctx, err)
@@ -690,13 +690,13 @@ const raceRetries = 3
 // catalog entry after the bounds were read. On any failure the bounds are
 // read again, and the answer follows them: below the new log start is out
 // of range (416, never 500); at or past the hot start reads the hot tier.
-func (b *Broker) fetchCold(ctx context.Context, t *topic, l *partition.Log, p int, offset int64, maxRecords, maxBytes int) ([]Record, partition.Bounds, error) {
-	var bounds partition.Bounds
+// bounds are those of the hot read that sent the fetch here: a cold read
+// that succeeds answers with them, costing no metadata read of its own.
+func (b *Broker) fetchCold(ctx context.Context, t *topic, l *partition.Log, p int, offset int64, maxRecords, maxBytes int, bounds partition.Bounds) ([]Record, partition.Bounds, error) {
 	for attempt := 1; ; attempt++ {
 		recs, err := b.readCold(ctx, t, p, offset, maxRecords, maxBytes)
 		if err == nil {
-			nb, berr := l.Bounds(ctx)
-			return recs, nb, berr
+			return recs, bounds, nil
 		}
 		nb, berr := l.Bounds(ctx)
 		if berr != nil {

@@ -66,14 +66,15 @@ func (r *raceStore) Segments(ctx context.Context, k meta.PartitionKey, from int6
 }
 
 type raceEnv struct {
-	t     *testing.T
-	ctx   context.Context
-	inner *local.Store
-	rs    *raceStore
-	clock *raceClock
-	b     *broker.Broker
-	c     *compactor.Compactor
-	topic broker.Topic
+	t       *testing.T
+	ctx     context.Context
+	inner   *local.Store
+	rs      *raceStore
+	clock   *raceClock
+	b       *broker.Broker
+	c       *compactor.Compactor
+	objects objstore.Store
+	topic   broker.Topic
 }
 
 func newRaceEnv(t *testing.T, spec broker.TopicSpec) *raceEnv {
@@ -88,6 +89,7 @@ func newRaceEnv(t *testing.T, spec broker.TopicSpec) *raceEnv {
 	e.inner = st
 	e.rs = &raceStore{Store: st}
 	objects := mem.New()
+	e.objects = objects
 	dir := t.TempDir()
 	e.b, err = broker.New(e.ctx, broker.Config{
 		DataDir: dir, Meta: e.rs, Objects: objects,
@@ -235,5 +237,42 @@ func TestColdFetchObjectStoreFailureIsUnavailable(t *testing.T) {
 	_, err = b.Fetch(ctx, broker.FetchRequest{Topic: "logs", Offset: 0})
 	if !errors.Is(err, broker.ErrUnavailable) {
 		t.Errorf("cold fetch with the object store failing: %v, want ErrUnavailable", err)
+	}
+}
+
+// partitionReads counts reads of partition items.
+type partitionReads struct {
+	meta.Store
+	n atomic.Int64
+}
+
+func (s *partitionReads) Partition(ctx context.Context, k meta.PartitionKey) (meta.Partition, error) {
+	s.n.Add(1)
+	return s.Store.Partition(ctx, k)
+}
+
+// A cold fetch costs one read of the partition item (the view that sent it
+// to the cold tier) and one catalog read: the cold read answers with that
+// view's bounds rather than reading them again.
+func TestColdFetchReadsThePartitionOnce(t *testing.T) {
+	e := newRaceEnv(t, broker.TopicSpec{CacheEnabled: ref(false)})
+	e.produce(50)
+	e.pass()
+	counted := &partitionReads{Store: e.rs}
+	b, err := broker.New(e.ctx, broker.Config{DataDir: t.TempDir(), Meta: counted, Objects: e.objects, ReadOnly: true, Now: e.clock.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := b.Fetch(e.ctx, broker.FetchRequest{Topic: e.topic.Name, Offset: 0}); err != nil {
+		t.Fatal(err) // warms the topic and partition caches
+	}
+	counted.n.Store(0)
+	f, err := b.Fetch(e.ctx, broker.FetchRequest{Topic: e.topic.Name, Offset: 0})
+	if err != nil || len(f.Records) == 0 {
+		t.Fatalf("cold fetch: %+v %v", f, err)
+	}
+	if n := counted.n.Load(); n != 1 {
+		t.Errorf("a cold fetch read the partition item %d times, want 1", n)
 	}
 }
