@@ -121,7 +121,9 @@ type Broker struct {
 	mu     sync.RWMutex
 	topics map[string]*topic
 	closed bool
-	behind map[meta.PartitionKey]bool // refuse writes (CheckHot)
+	// behind holds the partitions that refuse writes (CheckHot): set
+	// once at startup, read by every produce without a lock.
+	behind atomic.Pointer[map[meta.PartitionKey]bool]
 
 	lags lags // for metrics: group lags last computed here
 
@@ -585,10 +587,7 @@ func (b *Broker) appendTo(ctx context.Context, t *topic, p int, batch []partitio
 	if err != nil {
 		return partition.Appended{}, err
 	}
-	b.mu.RLock()
-	behind := b.behind[meta.PartitionKey{Topic: t.cfg.Name, TopicID: t.cfg.ID, Partition: p}]
-	b.mu.RUnlock()
-	if behind {
+	if m := b.behind.Load(); m != nil && (*m)[meta.PartitionKey{Topic: t.cfg.Name, TopicID: t.cfg.ID, Partition: p}] {
 		return partition.Appended{}, fmt.Errorf("%w: %s/%d", ErrMetadataBehind, t.cfg.Name, p)
 	}
 	app, err := l.Append(ctx, batch)

@@ -87,14 +87,13 @@ func (b *Broker) CheckHot(ctx context.Context, lost bool) (HotReport, error) {
 			}
 		}
 	}
-	b.mu.Lock()
-	for _, bp := range rep.Behind {
-		if b.behind == nil {
-			b.behind = map[meta.PartitionKey]bool{}
+	if len(rep.Behind) > 0 {
+		m := map[meta.PartitionKey]bool{}
+		for _, bp := range rep.Behind {
+			m[bp.Key] = true
 		}
-		b.behind[bp.Key] = true
+		b.behind.Store(&m)
 	}
-	b.mu.Unlock()
 	return rep, nil
 }
 
