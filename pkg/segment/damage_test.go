@@ -559,7 +559,10 @@ func TestResyncAllocs(t *testing.T) {
 	}
 	short, long := allocs(3), allocs(1200)
 	t.Logf("allocations of a read at damage: %v over 3 records, %v over 1200 (%d bytes)", short, long, pos[1210]-pos[10])
-	if long > short+2 {
+	// sync.Pool drops items at random under -race, so counts vary by a
+	// few either way; an allocation per position searched would add
+	// about 200,000.
+	if long > short+64 {
 		t.Fatalf("a read at damage allocates %v times over a long stretch, %v over a short one", long, short)
 	}
 }
