@@ -183,6 +183,9 @@ type Record struct {
 type Appended struct {
 	BaseOffset int64
 	Timestamp  int64
+	// Replayed is set when the batch's key was committed before: these are
+	// that commit's offsets, and nothing was appended now.
+	Replayed bool
 }
 
 // view is the committed state readers use.
