@@ -11,6 +11,7 @@ import (
 
 	"github.com/tierlog/tierlog/pkg/metrics"
 	"github.com/tierlog/tierlog/pkg/objstore"
+	"github.com/tierlog/tierlog/pkg/segment"
 )
 
 // collector exposes the server's counters at scrape time.
@@ -19,7 +20,7 @@ type collector struct {
 
 	flush, flushRecords, flushBytes, conflicts      *prometheus.Desc
 	s3Requests, s3Errors, s3Bytes                   *prometheus.Desc
-	metaRequests                                    *prometheus.Desc
+	metaRequests, hotFSOps                          *prometheus.Desc
 	cacheHits, cacheMisses, cacheEvictions, cacheSz *prometheus.Desc
 	finalized, finalizedBytes, logStartAdvances     *prometheus.Desc
 	damagedReads, quarantined                       *prometheus.Desc
@@ -47,6 +48,7 @@ func newCollector(s *Server) *collector {
 		s3Errors:         d("object_errors_total", "Failed object store calls by operation.", "op"),
 		s3Bytes:          d("object_bytes_total", "Object store bytes moved.", "direction"),
 		metaRequests:     d("metadata_requests_total", "Metadata store requests by operation (DynamoDB on the aws backend).", "op"),
+		hotFSOps:         d("hot_fs_ops_total", "Hot-tier file-system calls by operation (EFS operations on the aws backend), failed ones included.", "op"),
 		cacheHits:        d("cache_hits_total", "Cold-tier cache hits."),
 		cacheMisses:      d("cache_misses_total", "Cold-tier cache misses."),
 		cacheEvictions:   d("cache_evictions_total", "Cold-tier cache evictions."),
@@ -92,6 +94,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		for op, v := range c.s.MetaCounters() {
 			counter(c.metaRequests, v, strings.ToLower(op))
 		}
+	}
+	for _, op := range segment.FSOps {
+		counter(c.hotFSOps, c.s.HotFS.Calls(op), op.String())
 	}
 	cs := c.s.Cache.Stats()
 	counter(c.cacheHits, cs.Hits)

@@ -36,6 +36,7 @@ import (
 	"github.com/tierlog/tierlog/pkg/metrics"
 	"github.com/tierlog/tierlog/pkg/objstore"
 	objlocal "github.com/tierlog/tierlog/pkg/objstore/local"
+	"github.com/tierlog/tierlog/pkg/segment"
 	"github.com/tierlog/tierlog/pkg/tier"
 )
 
@@ -114,7 +115,10 @@ type Server struct {
 	Metrics   *metrics.Set
 	Requests  *metrics.HTTP // the API's requests by route pattern, method and code
 	Counters  *objstore.Counters
-	Cache     *tier.Cache
+	// HotFS counts the hot tier's file-system calls (broker and compactor
+	// both go through it): tierlog_hot_fs_ops_total.
+	HotFS *segment.FSCounters
+	Cache *tier.Cache
 	// MetaCounters reports the metadata adapter's request counts, if it
 	// keeps them.
 	MetaCounters func() map[string]int64
@@ -214,10 +218,12 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		hotDir = cfg.HotDir
 	}
 	s.Objects = objstore.Counting(objects, s.Counters)
+	s.HotFS = &segment.FSCounters{}
+	hotFS := segment.CountingFS(segment.OSFS{}, s.HotFS)
 	s.Cache = tier.NewCache(cfg.CacheBytes)
 
 	comp, err := compactor.New(compactor.Config{
-		Meta: s.Meta, Objects: s.Objects, HotDir: hotDir, Grace: cfg.CompactGrace,
+		Meta: s.Meta, Objects: s.Objects, HotDir: hotDir, FS: hotFS, Grace: cfg.CompactGrace,
 		Logger: cfg.Logger, Metrics: s.Metrics,
 	})
 	if err != nil {
@@ -227,6 +233,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	s.Compactor = comp
 	b, err := broker.New(ctx, broker.Config{
 		DataDir:          hotDir,
+		FS:               hotFS,
 		Meta:             s.Meta,
 		Owner:            cfg.Owner,
 		LeaseTTL:         cfg.LeaseTTL,
