@@ -320,6 +320,33 @@ type rawRecord struct {
 // allowPartition false (the partition route) a per-record partition is
 // refused.
 func readProduce(w http.ResponseWriter, r *http.Request, allowPartition bool) ([]broker.ProduceRecord, error) {
+	recs, _, err := readProduceJSON(w, r, allowPartition)
+	return recs, err
+}
+
+// readProduceJSON is readProduce that also returns the body's
+// "expected_offset" (nil when absent or null): a non-negative integer
+// that fits an int64, else 400. Which route may carry it is the
+// handler's decision.
+func readProduceJSON(w http.ResponseWriter, r *http.Request, allowPartition bool) ([]broker.ProduceRecord, *int64, error) {
+	var expectedRaw json.RawMessage
+	recs, err := decodeProduce(w, r, allowPartition, &expectedRaw)
+	if err != nil {
+		return nil, nil, err
+	}
+	if isNull(expectedRaw) {
+		return recs, nil, nil
+	}
+	n, err := rawInt(expectedRaw, "expected_offset", math.MaxInt64)
+	if err != nil {
+		return nil, nil, err
+	}
+	return recs, &n, nil
+}
+
+// decodeProduce is readProduce, storing the raw "expected_offset" (if
+// any) in *expectedRaw.
+func decodeProduce(w http.ResponseWriter, r *http.Request, allowPartition bool, expectedRaw *json.RawMessage) ([]broker.ProduceRecord, error) {
 	dec := json.NewDecoder(limitBody(w, r))
 	tok, err := dec.Token()
 	if errors.Is(err, io.EOF) {
@@ -334,6 +361,9 @@ func readProduce(w http.ResponseWriter, r *http.Request, allowPartition bool) ([
 	var (
 		raws     []rawRecord
 		haveRecs bool
+		// expected_offset is checked once the body is known to be
+		// well-formed JSON, like encoding.
+		haveExpected bool
 		enc      = encUTF8
 		encErr   error // an unknown encoding, reported after the syntax
 	)
@@ -358,6 +388,14 @@ func readProduce(w http.ResponseWriter, r *http.Request, allowPartition bool) ([
 				return nil, err
 			}
 			enc, encErr = parseEncoding(string(s))
+		case strings.EqualFold(name, "expected_offset"):
+			if haveExpected {
+				return nil, badRequest("expected_offset is given twice")
+			}
+			haveExpected = true
+			if err := dec.Decode(expectedRaw); err != nil {
+				return nil, jsonError(err, "expected_offset")
+			}
 		case strings.EqualFold(name, "records"):
 			if haveRecs {
 				return nil, badRequest("records is given twice")

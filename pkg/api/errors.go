@@ -29,6 +29,9 @@ const (
 	codeInternal           = "internal"
 	codeCorruptRecord      = "corrupt_record"  // docs/api-extensions.md
 	codeRequestTimeout     = "request_timeout" // docs/api-extensions.md
+	codeOffsetMismatch     = "offset_mismatch"
+	codeKeyInUse           = "idempotency_key_in_use"
+	codeKeyReused          = "idempotency_key_reused"
 	retryAfterUnavailable  = "1"               // seconds, sent with every 503
 	contentTypeJSON        = "application/json"
 	headerRequestID        = "X-Request-Id"
@@ -61,9 +64,10 @@ type errorBody struct {
 }
 
 // errorResponse is the body of every non-2xx answer. The offset fields are
-// set only for offset_out_of_range (API.md: "body also has both") and
-// NextOffset only for corrupt_record (the first readable offset after the
-// damage, docs/api-extensions.md).
+// set only for offset_out_of_range (API.md: "body also has both"),
+// HighWatermark alone for offset_mismatch (the high watermark the
+// condition failed on), and NextOffset only for corrupt_record (the first
+// readable offset after the damage, docs/api-extensions.md).
 type errorResponse struct {
 	Error          errorBody `json:"error"`
 	LogStartOffset *int64    `json:"log_start_offset,omitempty"`
@@ -110,6 +114,7 @@ func classify(err error, requestID string) classification {
 		mbe *http.MaxBytesError
 		oor *broker.OffsetOutOfRangeError
 		dmg *partition.DamagedError
+		om  *broker.OffsetMismatchError
 	)
 	c := func(status int, code, msg string) classification {
 		return classification{status: status, body: errorResponse{Error: errorBody{Code: code, Message: msg}}}
@@ -133,6 +138,26 @@ func classify(err error, requestID string) classification {
 		cl.body.NextOffset = &next
 		cl.logLevel, cl.logged = slog.LevelError, true
 		return cl
+	case errors.As(err, &om):
+		// Nothing was appended; the client re-reads and decides.
+		cl := c(http.StatusConflict, codeOffsetMismatch, fmt.Sprintf(
+			"expected_offset %d does not match the partition's high watermark %d (high_watermark): nothing was appended",
+			om.Expected, om.HighWatermark))
+		hw := om.HighWatermark
+		cl.body.HighWatermark = &hw
+		return cl
+	case errors.Is(err, broker.ErrOffsetMismatch):
+		// The sentinel without its *OffsetMismatchError: no high
+		// watermark to report (a broker bug, logged).
+		cl := c(http.StatusConflict, codeOffsetMismatch, "expected_offset does not match the partition's high watermark: nothing was appended")
+		cl.logLevel, cl.logged = slog.LevelError, true
+		return cl
+	case errors.Is(err, broker.ErrIdempotencyKeyInUse):
+		return c(http.StatusConflict, codeKeyInUse, keyMessage(err,
+			"is in use by another request still in flight: retry once it has completed (a retry with the same body then answers its result)"))
+	case errors.Is(err, broker.ErrIdempotencyKeyReused):
+		return c(http.StatusUnprocessableEntity, codeKeyReused, keyMessage(err,
+			"was used before for a request with other contents: nothing was appended; use a new key for a new request"))
 	case errors.Is(err, broker.ErrTopicNotFound):
 		return c(http.StatusNotFound, codeTopicNotFound, publicMessage(err))
 	case errors.Is(err, broker.ErrPartitionNotFound):
@@ -215,6 +240,16 @@ func foreign(err error) bool {
 	return errors.As(err, &pe) || errors.As(err, &le) || errors.As(err, &se) || errors.As(err, &ne)
 }
 
+// keyMessage is the message of an idempotency error: the key (when the
+// handler wrapped err in a keyedError) and what is wrong with it.
+func keyMessage(err error, what string) string {
+	var ke *keyedError
+	if errors.As(err, &ke) {
+		return fmt.Sprintf("%s %s %s", headerIdempotencyKey, quote(ke.key), what)
+	}
+	return fmt.Sprintf("the %s %s", headerIdempotencyKey, what)
+}
+
 // damagedMessage names what is damaged and where to go on, without the
 // check's own text (file names, positions): that is logged.
 func damagedMessage(d *partition.DamagedError) string {
@@ -237,7 +272,9 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if cl.allow != "" {
 		h.Set("Allow", cl.allow)
 	}
-	if cl.status == http.StatusServiceUnavailable {
+	if cl.status == http.StatusServiceUnavailable || cl.body.Error.Code == codeKeyInUse {
+		// A key in use is retriable too: once the first request is
+		// done, the retry answers its result.
 		h.Set("Retry-After", retryAfterUnavailable)
 	}
 	if cl.body.Error.Code == codeRequestTimeout || (cl.status == http.StatusRequestEntityTooLarge && r.ContentLength > maxBodyBytes) {

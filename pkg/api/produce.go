@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -21,6 +22,13 @@ type produceResponse struct {
 	FailedRecordCount int             `json:"failed_record_count"`
 }
 
+// Headers of idempotent produce (API.md, docs/api-extensions.md).
+const (
+	headerIdempotencyKey = "Idempotency-Key"
+	headerReplayed       = "Idempotent-Replayed"
+	paramExpectedOffset  = "expected_offset"
+)
+
 // POST /v1/topics/{topic}/records
 func (s *server) produce(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Vary", "Accept") // the answer's format follows Accept
@@ -29,18 +37,41 @@ func (s *server) produce(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	recs, release, err := readProduceBody(w, r, true)
+	key, err := idempotencyKey(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	body, release, err := readProduceRequest(w, r, true)
 	defer release()
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	res, err := s.b.Produce(r.Context(), topic, recs)
+	q, err := parseQuery(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeProduce(w, r, recs, res)
+	if _, ok := q[paramExpectedOffset]; ok || body.expected != nil {
+		s.writeError(w, r, badRequest("expected_offset is only allowed on the single-partition route "+
+			"(POST /v1/topics/{topic}/partitions/{partition}/records): a condition on one partition's high watermark"))
+		return
+	}
+	rep, err := s.b.ProduceWith(r.Context(), topic, body.recs, broker.ProduceOptions{IdempotencyKey: key})
+	if err != nil {
+		s.writeError(w, r, keyed(err, key))
+		return
+	}
+	for i := range rep.Results {
+		if e := rep.Results[i].Err; e != nil {
+			rep.Results[i].Err = keyed(e, key)
+		}
+	}
+	if rep.Replayed {
+		w.Header().Set(headerReplayed, "true")
+	}
+	s.writeProduce(w, r, body.recs, rep.Results)
 }
 
 // POST /v1/topics/{topic}/partitions/{partition}/records: all or nothing,
@@ -57,15 +88,26 @@ func (s *server) producePartition(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	recs, release, err := readProduceBody(w, r, false)
+	key, err := idempotencyKey(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	body, release, err := readProduceRequest(w, r, false)
 	defer release()
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	res, err := s.b.ProducePartition(r.Context(), topic, part, recs)
+	expected, err := expectedOffset(r, body.expected)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	rep, err := s.b.ProducePartitionWith(r.Context(), topic, part, body.recs,
+		broker.ProduceOptions{IdempotencyKey: key, ExpectedOffset: expected})
 	if err == nil {
-		for _, pr := range res {
+		for _, pr := range rep.Results {
 			if pr.Err != nil {
 				err = pr.Err
 				break
@@ -73,10 +115,79 @@ func (s *server) producePartition(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err != nil {
-		s.writeError(w, r, err)
+		s.writeError(w, r, keyed(err, key))
 		return
 	}
-	s.writeProduce(w, r, recs, res)
+	if rep.Replayed {
+		w.Header().Set(headerReplayed, "true")
+	}
+	s.writeProduce(w, r, body.recs, rep.Results)
+}
+
+// idempotencyKey is the request's Idempotency-Key header: "" when absent,
+// else a legal key (broker.ValidIdempotencyKey) or 400. A header repeated
+// with one value is that value; with different values it is 400 (which
+// one the client meant is a guess).
+func idempotencyKey(r *http.Request) (string, error) {
+	vs := r.Header.Values(headerIdempotencyKey)
+	if len(vs) == 0 {
+		return "", nil
+	}
+	for _, v := range vs[1:] {
+		if v != vs[0] {
+			return "", badRequest("%s is given %d times with different values; give it once", headerIdempotencyKey, len(vs))
+		}
+	}
+	if err := broker.ValidIdempotencyKey(vs[0]); err != nil {
+		return "", badRequest("%s; want 1 to %d printable ASCII characters (0x20 to 0x7e)",
+			publicMessage(err), broker.MaxIdempotencyKey)
+	}
+	return vs[0], nil
+}
+
+// expectedOffset is the single-partition route's condition: the JSON
+// body's expected_offset, or the query parameter expected_offset (the
+// only way for a binary body); both at once is 400.
+func expectedOffset(r *http.Request, inBody *int64) (*int64, error) {
+	q, err := parseQuery(r)
+	if err != nil {
+		return nil, err
+	}
+	n, inQuery, err := q.int64Param(paramExpectedOffset)
+	switch {
+	case err != nil:
+		return nil, err
+	case inQuery && inBody != nil:
+		return nil, badRequest("expected_offset is given both in the query (%d) and in the body (%d); give it once", n, *inBody)
+	case inQuery:
+		return &n, nil
+	}
+	return inBody, nil
+}
+
+// keyedError is an idempotency error of the request with key, so that
+// the answer names the key.
+type keyedError struct {
+	key string
+	err error
+}
+
+func (e *keyedError) Error() string { return fmt.Sprintf("Idempotency-Key %s: %v", quote(e.key), e.err) }
+func (e *keyedError) Unwrap() error { return e.err }
+
+// keyed wraps the idempotency errors of a request with key in a
+// keyedError; other errors are returned as they are.
+func keyed(err error, key string) error {
+	if key != "" && (errors.Is(err, broker.ErrIdempotencyKeyInUse) || errors.Is(err, broker.ErrIdempotencyKeyReused)) {
+		return &keyedError{key: key, err: err}
+	}
+	return err
+}
+
+// produceBody is a decoded produce body.
+type produceBody struct {
+	recs     []broker.ProduceRecord
+	expected *int64 // the JSON body's expected_offset; never set by a binary body
 }
 
 // readProduceBody decodes a produce body in the format its Content-Type
@@ -85,11 +196,19 @@ func (s *server) producePartition(w http.ResponseWriter, r *http.Request) {
 // Binary records alias the body, which comes from a pool: release returns
 // it once the records have been appended (the broker copies them).
 func readProduceBody(w http.ResponseWriter, r *http.Request, allowPartition bool) ([]broker.ProduceRecord, func(), error) {
+	body, release, err := readProduceRequest(w, r, allowPartition)
+	return body.recs, release, err
+}
+
+// readProduceRequest is readProduceBody with the JSON body's
+// expected_offset.
+func readProduceRequest(w http.ResponseWriter, r *http.Request, allowPartition bool) (produceBody, func(), error) {
 	if sendsBinary(r) {
-		return readBinaryProduce(w, r, allowPartition)
+		recs, release, err := readBinaryProduce(w, r, allowPartition)
+		return produceBody{recs: recs}, release, err
 	}
-	recs, err := readProduce(w, r, allowPartition)
-	return recs, func() {}, err
+	recs, expected, err := readProduceJSON(w, r, allowPartition)
+	return produceBody{recs: recs, expected: expected}, func() {}, err
 }
 
 func (s *server) writeProduce(w http.ResponseWriter, r *http.Request, recs []broker.ProduceRecord, res []broker.ProduceResult) {
