@@ -364,8 +364,8 @@ func decodeProduce(w http.ResponseWriter, r *http.Request, allowPartition bool, 
 		// expected_offset is checked once the body is known to be
 		// well-formed JSON, like encoding.
 		haveExpected bool
-		enc      = encUTF8
-		encErr   error // an unknown encoding, reported after the syntax
+		enc          = encUTF8
+		encErr       error // an unknown encoding, reported after the syntax
 	)
 	for dec.More() {
 		tok, err := dec.Token()

@@ -32,7 +32,7 @@ const (
 	codeOffsetMismatch     = "offset_mismatch"
 	codeKeyInUse           = "idempotency_key_in_use"
 	codeKeyReused          = "idempotency_key_reused"
-	retryAfterUnavailable  = "1"               // seconds, sent with every 503
+	retryAfterUnavailable  = "1" // seconds, sent with every 503
 	contentTypeJSON        = "application/json"
 	headerRequestID        = "X-Request-Id"
 	internalMessagePattern = "internal error; request id %s"

@@ -172,7 +172,9 @@ type keyedError struct {
 	err error
 }
 
-func (e *keyedError) Error() string { return fmt.Sprintf("Idempotency-Key %s: %v", quote(e.key), e.err) }
+func (e *keyedError) Error() string {
+	return fmt.Sprintf("Idempotency-Key %s: %v", quote(e.key), e.err)
+}
 func (e *keyedError) Unwrap() error { return e.err }
 
 // keyed wraps the idempotency errors of a request with key in a
