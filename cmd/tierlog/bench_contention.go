@@ -1,0 +1,775 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/spf13/cobra"
+
+	"github.com/tierlog/tierlog/internal/testenv"
+	"github.com/tierlog/tierlog/pkg/meta/dynamo"
+)
+
+// contentionOpts configures `tierlog bench contention`.
+type contentionOpts struct {
+	writers     []int
+	delays      []time.Duration
+	duration    time.Duration
+	records     int
+	recordBytes int
+	markdown    bool
+	dynalite    string // tools/dynalite (holding node_modules/dynalite)
+	serverBin   string // the tierlog binary the servers run; default os.Executable()
+	logger      *slog.Logger
+}
+
+func newBenchContentionCmd() *cobra.Command {
+	o := contentionOpts{}
+	var delays []string
+	c := &cobra.Command{
+		Use:   "contention",
+		Short: "Many writers, one partition: N aws-backend processes in Lambda mode against dynalite",
+		Long: `Measure many writers on one partition, as Lambda runs them: for each
+number of writers N and each DynamoDB delay, start N 'tierlog serve
+--backend aws' processes (lease released after every batch, the aws
+backend's default) sharing one hot dir, with dynalite behind an in-process
+proxy that adds the delay to every DynamoDB request and counts them by
+operation. One client per process, one request in flight each, sends
+batches to partition 0 of a one-partition topic over plain HTTP with no
+retries. Per cell: acknowledged requests/s, the share answered 503, p50 and
+p99 of the 200s, DynamoDB writes (condition failures included) and reads
+per acknowledged request, and hot-tier file-system operations per
+acknowledged request (tierlog_hot_fs_ops_total of every process).
+
+Needs dynalite: run 'make test-deps' first (it installs tools/dynalite).
+The cold tier is an S3 stub that refuses every request (the compactor is
+off, so none should come; any that does is reported).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			for _, d := range delays {
+				v, err := time.ParseDuration(d)
+				if d == "0" {
+					v, err = 0, nil
+				}
+				if err != nil || v < 0 {
+					return usagef("--delay %q: want durations such as 0,5ms", d)
+				}
+				o.delays = append(o.delays, v)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+			o.logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			cells, err := runContention(ctx, o)
+			if err != nil {
+				return err
+			}
+			if o.markdown {
+				fmt.Fprint(cmd.OutOrStdout(), renderContentionMarkdown(cells))
+			} else {
+				fmt.Fprint(cmd.OutOrStdout(), renderContentionText(cells))
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.IntSliceVar(&o.writers, "writers", []int{1, 2, 4, 8, 16}, "numbers of writer processes, one cell each")
+	f.StringSliceVar(&delays, "delay", []string{"0", "5ms"}, "DynamoDB latency the proxy adds to every request, one table each")
+	f.DurationVar(&o.duration, "duration", 5*time.Second, "how long each cell's clients send")
+	f.IntVar(&o.records, "records", 10, "records per produce request")
+	f.IntVar(&o.recordBytes, "record-bytes", 100, "bytes per record value")
+	f.BoolVar(&o.markdown, "markdown", false, "print Markdown tables")
+	f.StringVar(&o.dynalite, "dynalite", "", "the dynalite install (default tools/dynalite of the repository holding the working directory)")
+	return c
+}
+
+// contentionCell is one measured cell: N writers at one delay.
+type contentionCell struct {
+	Writers int
+	Delay   time.Duration
+	Elapsed time.Duration
+
+	Sent, OK, Unavailable, Other int64         // HTTP answers (Other: any other code or a transport error)
+	P50, P99                     time.Duration // of the 200s
+
+	DDBWrites, DDBWritesFailed int64 // PutItem, UpdateItem, DeleteItem, BatchWriteItem, TransactWriteItems; failed: answered non-200 (condition failures)
+	DDBReads, DDBOther         int64
+	DDBByOp                    map[string]int64
+
+	FSOps   int64
+	FSByOp  map[string]int64
+	S3Calls int64 // requests that reached the S3 stub (want 0)
+}
+
+func (c *contentionCell) okPerSec() float64 { return float64(c.OK) / c.Elapsed.Seconds() }
+
+func (c *contentionCell) perOK(n int64) string {
+	if c.OK == 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(float64(n)/float64(c.OK), 'f', 2, 64)
+}
+
+func (c *contentionCell) share503() string {
+	if c.Sent == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(c.Unavailable)/float64(c.Sent))
+}
+
+// dynaliteDir finds tools/dynalite with dynalite installed in it.
+func dynaliteDir(dir string) (string, error) {
+	if dir == "" {
+		root, err := testenv.RepoRoot()
+		if err != nil {
+			return "", fmt.Errorf("dynalite: not in the tierlog repository (%v): run from it after 'make test-deps', or pass --dynalite", err)
+		}
+		dir = filepath.Join(root, "tools", "dynalite")
+	}
+	cli := filepath.Join(dir, "node_modules", "dynalite", "cli.js")
+	if _, err := os.Stat(cli); err != nil {
+		return "", fmt.Errorf("dynalite is not installed (%s is missing): run 'make test-deps'", cli)
+	}
+	return dir, nil
+}
+
+// child is a process the harness started; it is killed when the harness
+// returns (and, on Linux, when the harness dies).
+type child struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
+	mu   sync.Mutex
+	tail []string // the last lines of its output
+	addr chan string
+}
+
+var listenAddrRE = regexp.MustCompile(`addr=(127\.0\.0\.1:\d+)`)
+
+func startChild(name string, env []string, bin string, args ...string) (*child, error) {
+	ch := &child{name: name, cmd: exec.Command(bin, args...), done: make(chan struct{}), addr: make(chan string, 1)}
+	ch.cmd.Env = env
+	ch.cmd.SysProcAttr = childSysProcAttr()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	ch.cmd.Stdout, ch.cmd.Stderr = pw, pw
+	if err := ch.cmd.Start(); err != nil {
+		pr.Close()
+		pw.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	pw.Close()
+	go func() {
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			ch.mu.Lock()
+			ch.tail = append(ch.tail, line)
+			if len(ch.tail) > 40 {
+				ch.tail = ch.tail[len(ch.tail)-40:]
+			}
+			ch.mu.Unlock()
+			if m := listenAddrRE.FindStringSubmatch(line); m != nil && strings.Contains(line, "listening") {
+				select {
+				case ch.addr <- m[1]:
+				default:
+				}
+			}
+		}
+		pr.Close()
+	}()
+	go func() { _ = ch.cmd.Wait(); close(ch.done) }()
+	return ch, nil
+}
+
+func (c *child) output() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return strings.Join(c.tail, "\n")
+}
+
+func (c *child) stop() {
+	_ = c.cmd.Process.Kill()
+	<-c.done
+}
+
+// waitAddr waits for a `tierlog serve` child to log its address.
+func (c *child) waitAddr(ctx context.Context) (string, error) {
+	t := time.NewTimer(60 * time.Second)
+	defer t.Stop()
+	select {
+	case a := <-c.addr:
+		return a, nil
+	case <-c.done:
+		return "", fmt.Errorf("%s exited before listening:\n%s", c.name, c.output())
+	case <-t.C:
+		return "", fmt.Errorf("%s did not log its address in 60 s:\n%s", c.name, c.output())
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// startDynaliteFor runs dynalite from dir on a free port and waits until
+// it accepts connections.
+func startDynaliteFor(ctx context.Context, dir string) (*child, string, error) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		return nil, "", fmt.Errorf("dynalite needs node on PATH (install Node.js 20, then 'make test-deps'): %w", err)
+	}
+	var lastErr error
+	for range 3 {
+		port, err := testenv.FreePort()
+		if err != nil {
+			return nil, "", err
+		}
+		args := []string{"-r", filepath.Join(dir, "survive-aborts.js"), filepath.Join(dir, "node_modules", "dynalite", "cli.js"),
+			"--host", "127.0.0.1", "--port", strconv.Itoa(port), "--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0"}
+		ch, err := startChild("dynalite", os.Environ(), node, args...)
+		if err != nil {
+			return nil, "", err
+		}
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		if lastErr = waitListening(ctx, ch, addr); lastErr == nil {
+			return ch, "http://" + addr, nil
+		}
+		ch.stop()
+	}
+	return nil, "", lastErr
+}
+
+// waitListening polls addr until it accepts a connection, the child
+// exits, or 60 s pass.
+func waitListening(ctx context.Context, ch *child, addr string) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		select {
+		case <-ch.done:
+			return fmt.Errorf("%s exited before listening on %s:\n%s", ch.name, addr, ch.output())
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s is not listening on %s after 60 s:\n%s", ch.name, addr, ch.output())
+		}
+	}
+}
+
+// ddbWriteOps are the DynamoDB operations that consume write capacity,
+// whether or not their condition holds.
+var ddbWriteOps = map[string]bool{"PutItem": true, "UpdateItem": true, "DeleteItem": true, "BatchWriteItem": true, "TransactWriteItems": true}
+
+// ddbReadOps consume read capacity.
+var ddbReadOps = map[string]bool{"GetItem": true, "Query": true, "Scan": true, "BatchGetItem": true, "TransactGetItems": true}
+
+// ddbProxy forwards to DynamoDB after sleeping the delay, and counts
+// requests by X-Amz-Target operation, and the ones not answered 200.
+type ddbProxy struct {
+	rp    *httputil.ReverseProxy
+	delay atomic.Int64 // time.Duration
+
+	mu     sync.Mutex
+	calls  map[string]int64
+	failed map[string]int64
+}
+
+func newDDBProxy(target *url.URL) *ddbProxy {
+	p := &ddbProxy{calls: map[string]int64{}, failed: map[string]int64{}}
+	p.rp = httputil.NewSingleHostReverseProxy(target)
+	p.rp.Transport = &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256, IdleConnTimeout: time.Minute}
+	p.rp.ErrorLog = nil
+	return p
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.code == 0 {
+		s.code = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.code == 0 {
+		s.code = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+func (p *ddbProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	op := r.Header.Get("X-Amz-Target")
+	if i := strings.LastIndexByte(op, '.'); i >= 0 {
+		op = op[i+1:]
+	}
+	if op == "" {
+		op = "unknown"
+	}
+	if d := time.Duration(p.delay.Load()); d > 0 {
+		time.Sleep(d)
+	}
+	rec := &statusRecorder{ResponseWriter: w}
+	p.rp.ServeHTTP(rec, r)
+	p.mu.Lock()
+	p.calls[op]++
+	if rec.code != http.StatusOK {
+		p.failed[op]++
+	}
+	p.mu.Unlock()
+}
+
+func (p *ddbProxy) snapshot() (calls, failed map[string]int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.calls), maps.Clone(p.failed)
+}
+
+// serveLoopback serves h on a free 127.0.0.1 port until the returned
+// closer is called.
+func serveLoopback(h http.Handler) (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return "http://" + ln.Addr().String(), func() { srv.Close() }, nil
+}
+
+// runContention runs every cell and returns them in order (by delay, then
+// writers).
+func runContention(ctx context.Context, o contentionOpts) ([]*contentionCell, error) {
+	if len(o.writers) == 0 || len(o.delays) == 0 || o.duration <= 0 || o.records < 1 || o.recordBytes < 1 {
+		return nil, usagef("--writers and --delay need values, --duration, --records and --record-bytes must be positive")
+	}
+	for _, n := range o.writers {
+		if n < 1 || n > 256 {
+			return nil, usagef("--writers %d: want 1 to 256", n)
+		}
+	}
+	if o.logger == nil {
+		o.logger = slog.New(slog.DiscardHandler)
+	}
+	dir, err := dynaliteDir(o.dynalite)
+	if err != nil {
+		return nil, err
+	}
+	bin := o.serverBin
+	if bin == "" {
+		if bin, err = os.Executable(); err != nil {
+			return nil, err
+		}
+	}
+	tmp, err := os.MkdirTemp("", "tierlog-contention-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+
+	ddb, ddbURL, err := startDynaliteFor(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer ddb.stop()
+	target, _ := url.Parse(ddbURL)
+	proxy := newDDBProxy(target)
+	proxyURL, closeProxy, err := serveLoopback(proxy)
+	if err != nil {
+		return nil, err
+	}
+	defer closeProxy()
+	var s3Calls atomic.Int64
+	s3URL, closeS3, err := serveLoopback(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s3Calls.Add(1)
+		w.Header().Set("Content-Type", "application/xml")
+		w.WriteHeader(http.StatusNotImplemented)
+		io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>NotImplemented</Code><Message>tierlog bench contention: no cold tier</Message></Error>`)
+	}))
+	if err != nil {
+		return nil, err
+	}
+	defer closeS3()
+	admin := dynamodb.New(dynamodb.Options{
+		Region: "us-east-1", BaseEndpoint: aws.String(ddbURL),
+		Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
+	})
+
+	env := []string{
+		"AWS_ENDPOINT_URL_DYNAMODB=" + proxyURL, "AWS_ENDPOINT_URL_S3=" + s3URL,
+		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test",
+		"AWS_EC2_METADATA_DISABLED=true",
+	}
+	for _, kv := range os.Environ() {
+		// The servers' settings are the harness's: no AWS_* or TIERLOG_*
+		// of the caller's shell leaks into them.
+		if !strings.HasPrefix(kv, "AWS_") && !strings.HasPrefix(kv, "TIERLOG_") {
+			env = append(env, kv)
+		}
+	}
+
+	var cells []*contentionCell
+	for _, d := range o.delays {
+		for _, n := range o.writers {
+			i := len(cells)
+			o.logger.Info("contention cell", "writers", n, "dynamodb_delay", d, "duration", o.duration)
+			c, err := runContentionCell(ctx, o, cellEnv{
+				bin: bin, env: env, hot: filepath.Join(tmp, fmt.Sprintf("hot-%d", i)),
+				table: fmt.Sprintf("contention-%d", i), admin: admin, proxy: proxy, s3Calls: &s3Calls,
+			}, n, d)
+			if err != nil {
+				return cells, fmt.Errorf("cell writers=%d delay=%v: %w", n, d, err)
+			}
+			cells = append(cells, c)
+		}
+	}
+	return cells, nil
+}
+
+type cellEnv struct {
+	bin, hot, table string
+	env             []string
+	admin           *dynamodb.Client
+	proxy           *ddbProxy
+	s3Calls         *atomic.Int64
+}
+
+func runContentionCell(ctx context.Context, o contentionOpts, e cellEnv, n int, delay time.Duration) (*contentionCell, error) {
+	if err := dynamo.CreateTable(ctx, e.admin, e.table); err != nil {
+		return nil, fmt.Errorf("create table: %w", err)
+	}
+	if err := os.MkdirAll(e.hot, 0o755); err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(e.hot)
+	e.proxy.delay.Store(int64(delay))
+
+	// Start the servers together; stop them all whatever happens.
+	procs := make([]*child, n)
+	urls := make([]string, n)
+	defer func() {
+		for _, p := range procs {
+			if p != nil {
+				p.stop()
+			}
+		}
+	}()
+	for i := range procs {
+		p, err := startChild(fmt.Sprintf("server %d", i), e.env, e.bin, "serve", "--backend", "aws",
+			"--listen", "127.0.0.1:0", "--hot-dir", e.hot, "--table", e.table, "--bucket", "contention",
+			"--compact-interval", "off", "--log-level", "info")
+		if err != nil {
+			return nil, err
+		}
+		procs[i] = p
+	}
+	for i, p := range procs {
+		a, err := p.waitAddr(ctx)
+		if err != nil {
+			return nil, err
+		}
+		urls[i] = "http://" + a
+	}
+
+	hc := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 4, IdleConnTimeout: time.Minute}}
+	defer hc.CloseIdleConnections()
+	const topic = "contention"
+	code, body, err := httpDo(ctx, hc, http.MethodPost, urls[0]+"/v1/topics", []byte(`{"name":"`+topic+`","partitions":1}`))
+	if err != nil || code != http.StatusCreated {
+		return nil, fmt.Errorf("create topic: %d %v %s", code, err, body)
+	}
+	payload := contentionBatch(o.records, o.recordBytes)
+	produceURL := func(i int) string { return urls[i] + "/v1/topics/" + topic + "/partitions/0/records" }
+	// Warm up each process alone (topic and partition metadata, the
+	// partition's files), so that the cell measures steady state.
+	for i := range urls {
+		code, body, err := httpDo(ctx, hc, http.MethodPost, produceURL(i), payload)
+		if err != nil || code != http.StatusOK {
+			return nil, fmt.Errorf("warm-up produce on server %d: %d %v %s", i, code, err, body)
+		}
+	}
+
+	calls0, failed0 := e.proxy.snapshot()
+	fs0, err := scrapeFSOps(ctx, hc, urls)
+	if err != nil {
+		return nil, err
+	}
+	s30 := e.s3Calls.Load()
+
+	c := &contentionCell{Writers: n, Delay: delay}
+	lats := make([][]time.Duration, n)
+	var sent, ok, unavail, other atomic.Int64
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	start := time.Now()
+	deadline := start.Add(o.duration)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			u := produceURL(i)
+			for time.Now().Before(deadline) && cctx.Err() == nil {
+				t0 := time.Now()
+				code, _, err := httpDo(cctx, hc, http.MethodPost, u, payload)
+				if cctx.Err() != nil {
+					return // interrupted: not an answer
+				}
+				sent.Add(1)
+				switch {
+				case err != nil:
+					other.Add(1)
+				case code == http.StatusOK:
+					ok.Add(1)
+					lats[i] = append(lats[i], time.Since(t0))
+				case code == http.StatusServiceUnavailable:
+					unavail.Add(1)
+				default:
+					other.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	c.Elapsed = time.Since(start)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	calls1, failed1 := e.proxy.snapshot()
+	fs1, err := scrapeFSOps(ctx, hc, urls)
+	if err != nil {
+		return nil, err
+	}
+	c.S3Calls = e.s3Calls.Load() - s30
+	c.Sent, c.OK, c.Unavailable, c.Other = sent.Load(), ok.Load(), unavail.Load(), other.Load()
+	all := slices.Concat(lats...)
+	slices.Sort(all)
+	pct := func(p float64) time.Duration {
+		if len(all) == 0 {
+			return 0
+		}
+		return all[min(len(all)-1, int(p*float64(len(all))))]
+	}
+	c.P50, c.P99 = pct(0.50), pct(0.99)
+	c.DDBByOp = map[string]int64{}
+	for op, v := range calls1 {
+		d := v - calls0[op]
+		if d == 0 {
+			continue
+		}
+		c.DDBByOp[op] = d
+		switch {
+		case ddbWriteOps[op]:
+			c.DDBWrites += d
+			c.DDBWritesFailed += failed1[op] - failed0[op]
+		case ddbReadOps[op]:
+			c.DDBReads += d
+		default:
+			c.DDBOther += d
+		}
+	}
+	c.FSByOp = map[string]int64{}
+	for op, v := range fs1 {
+		if d := v - fs0[op]; d != 0 {
+			c.FSByOp[op] = d
+			c.FSOps += d
+		}
+	}
+	return c, nil
+}
+
+// contentionBatch is the JSON body of one produce request.
+func contentionBatch(records, size int) []byte {
+	type rec struct {
+		Value string `json:"value"`
+	}
+	recs := make([]rec, records)
+	for i := range recs {
+		recs[i].Value = strings.Repeat("x", size)
+	}
+	b, _ := json.Marshal(map[string]any{"records": recs})
+	return b
+}
+
+func httpDo(ctx context.Context, hc *http.Client, method, u string, body []byte) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp.StatusCode, b, err
+}
+
+var fsOpsRE = regexp.MustCompile(`(?m)^tierlog_hot_fs_ops_total\{op="([a-z]+)"\} (\S+)$`)
+
+// scrapeFSOps sums tierlog_hot_fs_ops_total by op over the servers.
+func scrapeFSOps(ctx context.Context, hc *http.Client, urls []string) (map[string]int64, error) {
+	sum := map[string]int64{}
+	for _, u := range urls {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u+"/metrics", nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return nil, fmt.Errorf("scrape %s/metrics: %w", u, err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return nil, fmt.Errorf("scrape %s/metrics: %w", u, err)
+		}
+		ms := fsOpsRE.FindAllSubmatch(b, -1)
+		if len(ms) == 0 {
+			return nil, fmt.Errorf("scrape %s/metrics: no tierlog_hot_fs_ops_total (a tierlog binary older than the harness?)", u)
+		}
+		for _, m := range ms {
+			v, err := strconv.ParseFloat(string(m[2]), 64)
+			if err != nil {
+				return nil, fmt.Errorf("scrape %s/metrics: %q: %w", u, m[0], err)
+			}
+			sum[string(m[1])] += int64(v)
+		}
+	}
+	return sum, nil
+}
+
+func fmtLat(d time.Duration) string {
+	if d == 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 1, 64) + " ms"
+}
+
+func fmtDelay(d time.Duration) string {
+	if d == 0 {
+		return "none"
+	}
+	return d.String()
+}
+
+// byOp renders counts per acknowledged request by operation, largest first.
+func byOp(c *contentionCell, m map[string]int64) string {
+	ops := make([]string, 0, len(m))
+	for op := range m {
+		ops = append(ops, op)
+	}
+	sort.Slice(ops, func(i, j int) bool {
+		if m[ops[i]] != m[ops[j]] {
+			return m[ops[i]] > m[ops[j]]
+		}
+		return ops[i] < ops[j]
+	})
+	parts := make([]string, len(ops))
+	for i, op := range ops {
+		parts[i] = op + " " + c.perOK(m[op])
+	}
+	return strings.Join(parts, ", ")
+}
+
+var contentionHeader = []string{"writers", "sent", "ok req/s", "503 share", "other", "p50", "p99",
+	"DDB writes/ok", "failed DDB writes/ok", "DDB reads/ok", "FS ops/ok"}
+
+func contentionRow(c *contentionCell) []string {
+	return []string{strconv.Itoa(c.Writers), strconv.FormatInt(c.Sent, 10), fmt.Sprintf("%.1f", c.okPerSec()), c.share503(),
+		strconv.FormatInt(c.Other, 10), fmtLat(c.P50), fmtLat(c.P99),
+		c.perOK(c.DDBWrites), c.perOK(c.DDBWritesFailed), c.perOK(c.DDBReads), c.perOK(c.FSOps)}
+}
+
+// groupByDelay keeps the cells' order.
+func groupByDelay(cells []*contentionCell) [][]*contentionCell {
+	var groups [][]*contentionCell
+	for _, c := range cells {
+		if len(groups) == 0 || groups[len(groups)-1][0].Delay != c.Delay {
+			groups = append(groups, nil)
+		}
+		groups[len(groups)-1] = append(groups[len(groups)-1], c)
+	}
+	return groups
+}
+
+func renderContentionText(cells []*contentionCell) string {
+	var b strings.Builder
+	for _, g := range groupByDelay(cells) {
+		fmt.Fprintf(&b, "DynamoDB delay %s\n", fmtDelay(g[0].Delay))
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, strings.Join(contentionHeader, "\t")+"\t")
+		for _, c := range g {
+			fmt.Fprintln(tw, strings.Join(contentionRow(c), "\t")+"\t")
+		}
+		tw.Flush()
+		for _, c := range g {
+			fmt.Fprintf(&b, "  %d writers: DynamoDB per ok: %s; FS ops per ok: %s%s\n", c.Writers,
+				byOp(c, c.DDBByOp), byOp(c, c.FSByOp), s3Note(c))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func s3Note(c *contentionCell) string {
+	if c.S3Calls == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d S3 requests (refused by the stub)", c.S3Calls)
+}
+
+func renderContentionMarkdown(cells []*contentionCell) string {
+	var b strings.Builder
+	for _, g := range groupByDelay(cells) {
+		fmt.Fprintf(&b, "DynamoDB delay: %s\n\n", fmtDelay(g[0].Delay))
+		fmt.Fprintf(&b, "| %s |\n|%s\n", strings.Join(contentionHeader, " | "), strings.Repeat("---|", len(contentionHeader)))
+		for _, c := range g {
+			fmt.Fprintf(&b, "| %s |\n", strings.Join(contentionRow(c), " | "))
+		}
+		b.WriteString("\n")
+		for _, c := range g {
+			fmt.Fprintf(&b, "- %d writers: DynamoDB per ok request: %s; FS ops per ok request: %s%s\n", c.Writers,
+				byOp(c, c.DDBByOp), byOp(c, c.FSByOp), s3Note(c))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}

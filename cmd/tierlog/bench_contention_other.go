@@ -1,0 +1,9 @@
+//go:build !linux
+
+package main
+
+import "syscall"
+
+// childSysProcAttr: outside Linux there is no parent-death signal; the
+// harness kills its children when it returns or is interrupted.
+func childSysProcAttr() *syscall.SysProcAttr { return nil }
