@@ -34,7 +34,8 @@ import (
 // send logical batches of unique, self-describing values over both produce
 // routes, each batch with its own Idempotency-Key, and retry every failure
 // with the same key and the same body on a random live server until a 2xx
-// or the end of the production phase. Then every partition is read from
+// or the end of the production phase; one attempt in ten gives up after
+// 20-150ms, so answers get lost without a crash too. Then every partition is read from
 // log_start_offset to the high watermark through both tiers, twice, from
 // different servers, and checked: dense offsets (I1), every record of every
 // 2xx batch present exactly once at the offsets its answer named (I2, I8),
@@ -122,7 +123,7 @@ func TestExactlyOnceChaos(t *testing.T) {
 
 	// Production: every producer owns its batches; they are read only
 	// after wg.Wait.
-	hc := &http.Client{Timeout: httpTimeout}
+	hc := &http.Client{} // each attempt has its own deadline
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	ledgers := make([][]*eoBatch, producers)
@@ -139,7 +140,14 @@ func TestExactlyOnceChaos(t *testing.T) {
 				for !stop.Load() {
 					b.attempts++
 					i := eoPickLive(rng, down)
-					ans, kind := b.send(hc, procs[i].Load().url, topic)
+					// One attempt in ten is impatient: it gives up
+					// after 20-150ms, often while its batch is being
+					// committed, as a client with a short timeout does.
+					wait := httpTimeout
+					if rng.IntN(10) == 0 {
+						wait = time.Duration(20+rng.IntN(130)) * time.Millisecond
+					}
+					ans, kind := b.send(hc, procs[i].Load().url, topic, wait)
 					st.count(kind)
 					b.history = append(b.history, fmt.Sprintf("s%d:%s", i, eoOr(kind, strconv.Itoa(ans.status))))
 					if kind == "" {
@@ -372,8 +380,10 @@ func newEOBatch(rng *rand.Rand, seed uint64, c, seq, partitions int) *eoBatch {
 
 // send makes one attempt. kind is "" for a 2xx, the failure's name for a
 // retryable failure, "fatal" for an answer no retry can change.
-func (b *eoBatch) send(hc *http.Client, base, topic string) (eoAnswer, string) {
-	req, err := http.NewRequest("POST", base+"/v1/topics/"+topic+b.url, bytes.NewReader(b.body))
+func (b *eoBatch) send(hc *http.Client, base, topic string, wait time.Duration) (eoAnswer, string) {
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "POST", base+"/v1/topics/"+topic+b.url, bytes.NewReader(b.body))
 	if err != nil {
 		return eoAnswer{body: []byte(err.Error())}, "fatal"
 	}
@@ -383,7 +393,7 @@ func (b *eoBatch) send(hc *http.Client, base, topic string) (eoAnswer, string) {
 	if err != nil {
 		var ne net.Error
 		switch {
-		case errors.As(err, &ne) && ne.Timeout():
+		case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
 			return eoAnswer{body: []byte(err.Error())}, "timeout"
 		case errors.Is(err, syscall.ECONNREFUSED):
 			return eoAnswer{body: []byte(err.Error())}, "refused"
@@ -394,6 +404,9 @@ func (b *eoBatch) send(hc *http.Client, base, topic string) (eoAnswer, string) {
 	body, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return eoAnswer{body: []byte(err.Error())}, "timeout"
+		}
 		return eoAnswer{body: []byte(err.Error())}, "conn"
 	}
 	a := eoAnswer{status: resp.StatusCode, body: body, replayed: resp.Header.Get("Idempotent-Replayed") == "true"}
