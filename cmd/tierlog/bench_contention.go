@@ -120,7 +120,11 @@ type contentionCell struct {
 
 	DDBWrites, DDBWritesFailed int64 // PutItem, UpdateItem, DeleteItem, BatchWriteItem, TransactWriteItems; failed: answered non-200 (condition failures)
 	DDBReads, DDBOther         int64
-	DDBByOp                    map[string]int64
+	DDBByOp                    map[string]int64 // as the proxy counted
+	// ServerDDB is the servers' own count of their DynamoDB requests
+	// (tierlog_metadata_requests_total, lower-case op): it should match
+	// DDBByOp.
+	ServerDDB map[string]int64
 
 	FSOps   int64
 	FSByOp  map[string]int64
@@ -526,7 +530,7 @@ func runContentionCell(ctx context.Context, o contentionOpts, e cellEnv, n int, 
 	}
 
 	calls0, failed0 := e.proxy.snapshot()
-	fs0, err := scrapeFSOps(ctx, hc, urls)
+	fs0, meta0, err := scrapeCounts(ctx, hc, urls)
 	if err != nil {
 		return nil, err
 	}
@@ -572,7 +576,7 @@ func runContentionCell(ctx context.Context, o contentionOpts, e cellEnv, n int, 
 		return nil, err
 	}
 	calls1, failed1 := e.proxy.snapshot()
-	fs1, err := scrapeFSOps(ctx, hc, urls)
+	fs1, meta1, err := scrapeCounts(ctx, hc, urls)
 	if err != nil {
 		return nil, err
 	}
@@ -602,6 +606,17 @@ func runContentionCell(ctx context.Context, o contentionOpts, e cellEnv, n int, 
 			c.DDBReads += d
 		default:
 			c.DDBOther += d
+		}
+	}
+	c.ServerDDB = map[string]int64{}
+	for op, v := range meta1 {
+		if d := v - meta0[op]; d != 0 {
+			c.ServerDDB[op] = d
+		}
+	}
+	for op, v := range c.DDBByOp {
+		if got := c.ServerDDB[strings.ToLower(op)]; got != v {
+			o.logger.Warn("the proxy and the servers count DynamoDB requests differently", "op", op, "proxy", v, "servers", got)
 		}
 	}
 	c.FSByOp = map[string]int64{}
@@ -642,38 +657,47 @@ func httpDo(ctx context.Context, hc *http.Client, method, u string, body []byte)
 	return resp.StatusCode, b, err
 }
 
-var fsOpsRE = regexp.MustCompile(`(?m)^tierlog_hot_fs_ops_total\{op="([a-z]+)"\} (\S+)$`)
+var (
+	fsOpsRE   = regexp.MustCompile(`(?m)^tierlog_hot_fs_ops_total\{op="([a-z]+)"\} (\S+)$`)
+	metaOpsRE = regexp.MustCompile(`(?m)^tierlog_metadata_requests_total\{op="([a-z]+)"\} (\S+)$`)
+)
 
-// scrapeFSOps sums tierlog_hot_fs_ops_total by op over the servers.
-func scrapeFSOps(ctx context.Context, hc *http.Client, urls []string) (map[string]int64, error) {
-	sum := map[string]int64{}
+// scrapeCounts sums, over the servers, tierlog_hot_fs_ops_total by op and
+// tierlog_metadata_requests_total by (lower-case) op.
+func scrapeCounts(ctx context.Context, hc *http.Client, urls []string) (fsOps, metaOps map[string]int64, err error) {
+	fsOps, metaOps = map[string]int64{}, map[string]int64{}
 	for _, u := range urls {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u+"/metrics", nil)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		resp, err := hc.Do(req)
 		if err != nil {
-			return nil, fmt.Errorf("scrape %s/metrics: %w", u, err)
+			return nil, nil, fmt.Errorf("scrape %s/metrics: %w", u, err)
 		}
 		b, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if err != nil {
-			return nil, fmt.Errorf("scrape %s/metrics: %w", u, err)
+			return nil, nil, fmt.Errorf("scrape %s/metrics: %w", u, err)
 		}
-		ms := fsOpsRE.FindAllSubmatch(b, -1)
-		if len(ms) == 0 {
-			return nil, fmt.Errorf("scrape %s/metrics: no tierlog_hot_fs_ops_total (a tierlog binary older than the harness?)", u)
-		}
-		for _, m := range ms {
-			v, err := strconv.ParseFloat(string(m[2]), 64)
-			if err != nil {
-				return nil, fmt.Errorf("scrape %s/metrics: %q: %w", u, m[0], err)
+		for _, x := range []struct {
+			re  *regexp.Regexp
+			sum map[string]int64
+		}{{fsOpsRE, fsOps}, {metaOpsRE, metaOps}} {
+			ms := x.re.FindAllSubmatch(b, -1)
+			if len(ms) == 0 {
+				return nil, nil, fmt.Errorf("scrape %s/metrics: no match for %s (a tierlog binary older than the harness?)", u, x.re)
 			}
-			sum[string(m[1])] += int64(v)
+			for _, m := range ms {
+				v, err := strconv.ParseFloat(string(m[2]), 64)
+				if err != nil {
+					return nil, nil, fmt.Errorf("scrape %s/metrics: %q: %w", u, m[0], err)
+				}
+				x.sum[string(m[1])] += int64(v)
+			}
 		}
 	}
-	return sum, nil
+	return fsOps, metaOps, nil
 }
 
 func fmtLat(d time.Duration) string {
