@@ -212,6 +212,9 @@ type request struct {
 	body        []byte
 	contentType string
 	accept      string
+	// idempotencyKey, if not empty, is sent as Idempotency-Key: the
+	// same on every attempt of the request.
+	idempotencyKey string
 }
 
 // response is a 2xx answer, read whole.
@@ -252,6 +255,9 @@ func (c *Client) send(ctx context.Context, rq *request) (*response, error) {
 	}
 	if rq.accept != "" {
 		req.Header.Set("Accept", rq.accept)
+	}
+	if rq.idempotencyKey != "" {
+		req.Header.Set(headerIdempotencyKey, rq.idempotencyKey)
 	}
 	req.Header.Set("User-Agent", c.cfg.userAgent)
 	if c.signer != nil {

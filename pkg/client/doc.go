@@ -27,21 +27,24 @@
 // them unless asked (Consumer: WithSkipDamaged).
 //
 // Client methods that change nothing (GETs) or that can be repeated
-// (the group-offset PUT) retry retriable errors with exponential backoff
-// and jitter, never sooner than Retry-After, for up to Backoff.MaxElapsed.
-// Produce, create and delete are sent once by Client; the Producer retries
-// produce batches for up to its delivery timeout.
+// (the group-offset PUT, and produce: see below) retry retriable errors
+// with exponential backoff and jitter, never sooner than Retry-After, for
+// up to Backoff.MaxElapsed. Create and delete are sent once by Client; the
+// Producer retries produce batches for up to its delivery timeout.
 //
 // # Duplicates
 //
-// There is no idempotent producer yet. A 503 or a lost connection means
-// the outcome of a produce is unknown: the records may have been
-// committed. Retrying such a batch (the Producer does) can therefore
-// append it twice, in order, after itself. Requests refused before the
-// server touched the log (for example a 503 answered by a gateway or a
-// busy lease before the append) are not duplicated. Consumers that cannot
-// tolerate a duplicate must deduplicate, for example by a key or an id in
-// the value.
+// Every produce request carries an Idempotency-Key (API.md): a random
+// 128-bit key per call (per batch for the Producer) unless the caller
+// gives one (ProduceOptions.IdempotencyKey), and every retry of that call
+// carries the same key. Produce calls retry 503 (and 429, 502, 504), lost
+// connections, 408 request_timeout and 409 idempotency_key_in_use (an
+// earlier attempt still in flight). A server that implements API.md's
+// idempotency appends a retried request once and answers it with the
+// first attempt's offsets (Result.Replayed, ProduceReply.Replayed). When
+// the retries give up, the call's error (the Producer: each record's Err)
+// is the last attempt's, as before: the outcome is then unknown, and a
+// later call with the same key and records settles it.
 //
 // # Concurrency
 //

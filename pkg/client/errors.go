@@ -32,7 +32,63 @@ const (
 	CodeCorruptRecord = "corrupt_record"
 	// CodeRequestTimeout (408): the request body did not arrive in time.
 	CodeRequestTimeout = "request_timeout"
+	// CodeOffsetMismatch (409): a conditional append found the high
+	// watermark elsewhere (Error.HighWatermark); nothing was appended.
+	CodeOffsetMismatch = "offset_mismatch"
+	// CodeIdempotencyKeyInUse (409): another request with the same
+	// Idempotency-Key is still in flight. Produce calls retry it.
+	CodeIdempotencyKeyInUse = "idempotency_key_in_use"
+	// CodeIdempotencyKeyReused (422): the Idempotency-Key was used for a
+	// request with other records; nothing was appended.
+	CodeIdempotencyKeyReused = "idempotency_key_reused"
 )
+
+// Errors of idempotent and conditional produce, for errors.Is: an *Error
+// with the matching code is each of them.
+var (
+	ErrOffsetMismatch       = errors.New("client: offset mismatch")
+	ErrIdempotencyKeyInUse  = errors.New("client: idempotency key in use")
+	ErrIdempotencyKeyReused = errors.New("client: idempotency key reused with other records")
+)
+
+// Is makes errors.Is(err, ErrOffsetMismatch), ErrIdempotencyKeyInUse and
+// ErrIdempotencyKeyReused hold for an answer with that code.
+func (e *Error) Is(target error) bool {
+	switch target { //nolint:errorlint // comparing the target sentinels
+	case ErrOffsetMismatch:
+		return e.Code == CodeOffsetMismatch
+	case ErrIdempotencyKeyInUse:
+		return e.Code == CodeIdempotencyKeyInUse
+	case ErrIdempotencyKeyReused:
+		return e.Code == CodeIdempotencyKeyReused
+	}
+	return false
+}
+
+// OffsetMismatchError is a conditional append (ProduceOptions.ExpectedOffset)
+// refused: the partition's high watermark was HighWatermark, not
+// Expected. Nothing was appended. errors.Is(err, ErrOffsetMismatch) holds.
+type OffsetMismatchError struct {
+	Expected      int64
+	HighWatermark int64
+	Err           *Error // the server's answer
+}
+
+func (e *OffsetMismatchError) Error() string {
+	return fmt.Sprintf("client: expected offset %d, but the high watermark is %d: %v", e.Expected, e.HighWatermark, e.Err)
+}
+
+// Unwrap gives the server's *Error (errors.As, IsCode, errors.Is).
+func (e *OffsetMismatchError) Unwrap() error { return e.Err }
+
+// asMismatch turns an offset_mismatch answer into an *OffsetMismatchError.
+func asMismatch(err error, expected int64) error {
+	var e *Error
+	if errors.As(err, &e) && e.Code == CodeOffsetMismatch {
+		return &OffsetMismatchError{Expected: expected, HighWatermark: e.HighWatermark, Err: e}
+	}
+	return err
+}
 
 // Error is an error answer of the API, or the error of one record of a
 // produce answer (Status is then the status API.md gives its code).
@@ -51,7 +107,8 @@ type Error struct {
 	// Op is the request, as "GET /v1/topics/t".
 	Op string
 	// LogStartOffset and HighWatermark are the partition bounds an
-	// offset_out_of_range answer carries (valid when Code says so).
+	// offset_out_of_range answer carries, HighWatermark alone that of an
+	// offset_mismatch answer (valid when Code says so).
 	LogStartOffset int64
 	HighWatermark  int64
 	// NextOffset is the first readable offset after the damage a
@@ -132,8 +189,10 @@ func statusOf(code string) int {
 		return http.StatusNotFound
 	case CodeMethodNotAllowed:
 		return http.StatusMethodNotAllowed
-	case CodeTopicExists:
+	case CodeTopicExists, CodeOffsetMismatch, CodeIdempotencyKeyInUse:
 		return http.StatusConflict
+	case CodeIdempotencyKeyReused:
+		return http.StatusUnprocessableEntity
 	case CodePayloadTooLarge:
 		return http.StatusRequestEntityTooLarge
 	case CodeOffsetOutOfRange:

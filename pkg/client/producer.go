@@ -414,27 +414,24 @@ func (p *Producer) sendRange(ctx context.Context, part int, b *batch, lo, hi int
 	}
 	path := partitionPath(p.topic, part) + "/records"
 	op := "POST " + path
+	// One key per request: every retry of it carries the same, so the
+	// server appends it once whatever happened to earlier attempts.
+	rq := p.c.produceRequest(path, body, NewIdempotencyKey())
 	log := p.c.cfg.log.With(slog.String("topic", p.topic), slog.Int("partition", part), slog.Int("records", hi-lo))
-	send := func() ([]Result, error) {
-		r, err := p.c.send(ctx, p.c.produceRequest(path, body))
+	send := func() (*ProduceReply, error) {
+		r, err := p.c.send(ctx, rq)
 		if err != nil {
 			return nil, err
 		}
-		return p.c.decodeProduce(r, hi-lo, op)
+		return p.c.decodeProduceReply(r, hi-lo, op)
 	}
-	var res []Result
-	var err error
-	if p.cfg.deliveryTimeout > 0 {
-		res, err = retry(ctx, p.c.cfg.backoff, p.cfg.deliveryTimeout, log, p.c.giveUp, send)
-	} else {
-		res, err = send()
-	}
+	rep, err := p.c.retryProduce(ctx, p.cfg.deliveryTimeout, log, send)
 	if err != nil {
 		log.LogAttrs(ctx, slog.LevelWarn, "produce failed", slog.String("err", err.Error()))
 		fail(err)
 		return
 	}
-	copy(b.results[lo:hi], res)
+	copy(b.results[lo:hi], rep.Results)
 }
 
 // Flush sends every record sent before it without waiting for linger, and

@@ -2,12 +2,17 @@ package client
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/tierlog/tierlog/pkg/wire"
@@ -27,12 +32,46 @@ type Record struct {
 func Partition(p int) *int { return &p }
 
 // Result is the outcome of one produced record. Err is set (and Offset is
-// -1) when the record was not appended.
+// -1) when the record was not appended. Replayed is true when the server
+// answered the request from an earlier attempt with the same
+// Idempotency-Key (Idempotent-Replayed: true): the record was appended
+// once, by that attempt, at Offset.
 type Result struct {
 	Partition int
 	Offset    int64
 	Timestamp int64
 	Err       error
+	Replayed  bool
+}
+
+// ProduceOptions are the conditions of one produce call (ProduceWith,
+// ProduceToWith).
+type ProduceOptions struct {
+	// IdempotencyKey is sent as the Idempotency-Key header: 1 to 255
+	// printable ASCII characters. Empty (the default) means a fresh
+	// random key (128 bits, hex) for this call. Every retry of the call
+	// carries the same key, so a retry after an unknown outcome appends
+	// nothing twice. Give one to repeat a call across processes (the same
+	// key with the same records answers the first call's offsets; with
+	// other records the call fails with ErrIdempotencyKeyReused).
+	IdempotencyKey string
+	// ExpectedOffset, if not nil, makes the append conditional
+	// (ProduceToWith only): it happens only if the partition's high
+	// watermark is exactly *ExpectedOffset, else the call fails with an
+	// *OffsetMismatchError and nothing is appended.
+	ExpectedOffset *int64
+}
+
+// ProduceReply is the outcome of a produce call.
+type ProduceReply struct {
+	// Results, one per record in request order.
+	Results []Result
+	// Replayed is true when the server answered from an earlier attempt
+	// with the same key (Idempotent-Replayed: true) and appended nothing.
+	Replayed bool
+	// IdempotencyKey is the key the call was sent with (the caller's or
+	// the generated one).
+	IdempotencyKey string
 }
 
 // Limits of the API (API.md), the same in both formats.
@@ -50,31 +89,169 @@ var ErrTooLarge = errors.New("client: too large")
 // key hash or round-robin (server side). Records bound for one partition
 // are appended as one atomic batch in order. A partition that fails
 // leaves its records with Err set; the error return is for the whole
-// request. Sent once: see the package doc on duplicates.
+// request. It is ProduceWith with a fresh Idempotency-Key: retried like
+// every call, safely (see the package doc on duplicates).
 func (c *Client) Produce(ctx context.Context, topic string, recs []Record) ([]Result, error) {
-	return c.produce(ctx, topicPath(topic)+"/records", recs, true)
+	rep, err := c.ProduceWith(ctx, topic, recs, ProduceOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return rep.Results, nil
 }
 
 // ProduceTo appends records to one partition, all or nothing: an error
-// is the request's. Records must not set Partition. Sent once.
+// is the request's. Records must not set Partition. It is ProduceToWith
+// with a fresh Idempotency-Key.
 func (c *Client) ProduceTo(ctx context.Context, topic string, partition int, recs []Record) ([]Result, error) {
-	return c.produce(ctx, partitionPath(topic, partition)+"/records", recs, false)
+	rep, err := c.ProduceToWith(ctx, topic, partition, recs, ProduceOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return rep.Results, nil
 }
 
-func (c *Client) produce(ctx context.Context, path string, recs []Record, perRecord bool) ([]Result, error) {
+// ProduceWith is Produce with options. opt.ExpectedOffset must be nil: a
+// condition is on one partition (ProduceToWith).
+func (c *Client) ProduceWith(ctx context.Context, topic string, recs []Record, opt ProduceOptions) (*ProduceReply, error) {
+	if opt.ExpectedOffset != nil {
+		return nil, errors.New("client: ExpectedOffset needs a partition: use ProduceToWith")
+	}
+	return c.produce(ctx, topicPath(topic)+"/records", recs, true, opt)
+}
+
+// ProduceToWith is ProduceTo with options: an Idempotency-Key of the
+// caller's, a conditional append (ExpectedOffset: an *OffsetMismatchError
+// when the high watermark is elsewhere).
+func (c *Client) ProduceToWith(ctx context.Context, topic string, partition int, recs []Record, opt ProduceOptions) (*ProduceReply, error) {
+	if opt.ExpectedOffset != nil && *opt.ExpectedOffset < 0 {
+		return nil, fmt.Errorf("client: ExpectedOffset %d: want 0 or more", *opt.ExpectedOffset)
+	}
+	rep, err := c.produce(ctx, partitionPath(topic, partition)+"/records", recs, false, opt)
+	if err != nil && opt.ExpectedOffset != nil {
+		return nil, asMismatch(err, *opt.ExpectedOffset)
+	}
+	return rep, err
+}
+
+func (c *Client) produce(ctx context.Context, path string, recs []Record, perRecord bool, opt ProduceOptions) (*ProduceReply, error) {
+	key, err := produceKey(opt.IdempotencyKey)
+	if err != nil {
+		return nil, err
+	}
 	body, err := encodeProduce(c.cfg.format, recs, perRecord)
 	if err != nil {
 		return nil, err
 	}
-	res, err := c.send(ctx, c.produceRequest(path, body))
+	rq := c.produceRequest(path, body, key)
+	if opt.ExpectedOffset != nil {
+		if rq.body, err = withExpectedOffset(rq, c.cfg.format, *opt.ExpectedOffset); err != nil {
+			return nil, err
+		}
+	}
+	op := "POST " + path
+	send := func() (*ProduceReply, error) {
+		res, err := c.send(ctx, rq)
+		if err != nil {
+			return nil, err
+		}
+		return c.decodeProduceReply(res, len(recs), op)
+	}
+	rep, err := c.retryProduce(ctx, c.cfg.backoff.MaxElapsed, c.cfg.log, send)
 	if err != nil {
 		return nil, err
 	}
-	return c.decodeProduce(res, len(recs), "POST "+path)
+	rep.IdempotencyKey = key
+	return rep, nil
 }
 
-func (c *Client) produceRequest(path string, body []byte) *request {
-	rq := &request{method: "POST", path: path, body: body, contentType: "application/json", accept: "application/json"}
+// retryProduce runs send, retrying what is worth retrying for a request
+// that carries an Idempotency-Key (isProduceRetriable) for up to
+// maxElapsed (0: sent once).
+func (c *Client) retryProduce(ctx context.Context, maxElapsed time.Duration, log *slog.Logger, send func() (*ProduceReply, error)) (*ProduceReply, error) {
+	if maxElapsed <= 0 {
+		return send()
+	}
+	return retryIf(ctx, c.cfg.backoff, maxElapsed, log, isProduceRetriable, c.giveUp, send)
+}
+
+// isProduceRetriable is IsRetriable for a produce with an
+// Idempotency-Key: besides 503 and lost connections, 408 (the body did
+// not arrive: nothing was done) and 409 idempotency_key_in_use (an
+// earlier attempt is still being appended: once it is done, the retry
+// answers its result).
+func isProduceRetriable(err error) bool {
+	var e *Error
+	if errors.As(err, &e) && (e.Status == http.StatusRequestTimeout || e.Code == CodeIdempotencyKeyInUse) {
+		return true
+	}
+	return IsRetriable(err)
+}
+
+// produceKey is the caller's key, checked, or a fresh random one.
+func produceKey(key string) (string, error) {
+	if key == "" {
+		return NewIdempotencyKey(), nil
+	}
+	if err := ValidIdempotencyKey(key); err != nil {
+		return "", err
+	}
+	return key, nil
+}
+
+// NewIdempotencyKey returns a random 128-bit key in hex (32 characters),
+// as the client generates for every produce call without one.
+func NewIdempotencyKey() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24)
+	return hex.EncodeToString(b[:])
+}
+
+// MaxIdempotencyKey is the longest Idempotency-Key (API.md).
+const MaxIdempotencyKey = 255
+
+// ValidIdempotencyKey reports whether key is a legal Idempotency-Key: 1 to
+// 255 printable ASCII characters (0x20 to 0x7e).
+func ValidIdempotencyKey(key string) error {
+	if key == "" || len(key) > MaxIdempotencyKey {
+		return fmt.Errorf("client: Idempotency-Key of %d characters: want 1 to %d", len(key), MaxIdempotencyKey)
+	}
+	for i := 0; i < len(key); i++ {
+		if c := key[i]; c < 0x20 || c > 0x7e {
+			return fmt.Errorf("client: Idempotency-Key has a non-printable character at position %d (byte 0x%02x)", i, c)
+		}
+	}
+	return nil
+}
+
+// withExpectedOffset adds expected_offset to a single-partition produce:
+// in the JSON body (API.md), or as the query parameter for a binary body
+// (docs/api-extensions.md). It returns the body to send.
+func withExpectedOffset(rq *request, f Format, expected int64) ([]byte, error) {
+	if f == Binary {
+		rq.query = url.Values{"expected_offset": {strconv.FormatInt(expected, 10)}}
+		return rq.body, nil
+	}
+	// The body is appendJSONProduce's object: insert before its '}'.
+	b := rq.body
+	out := make([]byte, 0, len(b)+40)
+	out = append(out, b[:len(b)-1]...)
+	out = append(out, `,"expected_offset":`...)
+	out = strconv.AppendInt(out, expected, 10)
+	out = append(out, '}')
+	if len(out) > MaxBodyBytes {
+		return nil, fmt.Errorf("%w: a body of %d bytes with expected_offset, at most %d", ErrTooLarge, len(out), MaxBodyBytes)
+	}
+	return out, nil
+}
+
+// The headers of idempotent produce.
+const (
+	headerIdempotencyKey = "Idempotency-Key"
+	headerReplayed       = "Idempotent-Replayed"
+)
+
+func (c *Client) produceRequest(path string, body []byte, key string) *request {
+	rq := &request{method: "POST", path: path, body: body, contentType: "application/json", accept: "application/json", idempotencyKey: key}
 	if c.cfg.format == Binary {
 		rq.contentType, rq.accept = wire.MediaType, wire.MediaType
 	}
@@ -221,6 +398,20 @@ func appendBase64String(dst, s []byte) []byte {
 	return append(dst, '"')
 }
 
+// decodeProduceReply is decodeProduce with the Idempotent-Replayed header.
+func (c *Client) decodeProduceReply(res *response, n int, op string) (*ProduceReply, error) {
+	results, err := c.decodeProduce(res, n, op)
+	if err != nil {
+		return nil, err
+	}
+	return &ProduceReply{Results: results, Replayed: replayed(res)}, nil
+}
+
+// replayed reports whether the answer says Idempotent-Replayed: true.
+func replayed(res *response) bool {
+	return strings.EqualFold(strings.TrimSpace(res.header.Get(headerReplayed)), "true")
+}
+
 // decodeProduce reads a produce answer in whichever format it came.
 func (c *Client) decodeProduce(res *response, n int, op string) ([]Result, error) {
 	var out []Result
@@ -270,6 +461,11 @@ func (c *Client) decodeProduce(res *response, n int, op string) ([]Result, error
 	}
 	if len(out) != n {
 		return nil, fmt.Errorf("client: %s: %d results for %d records", op, len(out), n)
+	}
+	if replayed(res) {
+		for i := range out {
+			out[i].Replayed = true
+		}
 	}
 	return out, nil
 }

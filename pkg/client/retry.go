@@ -50,6 +50,11 @@ func (b *retryAfterBackOff) Reset() {
 // retriable (or that giveUp, if not nil, says to stop at), maxElapsed
 // passes, or ctx ends. It returns op's last error.
 func retry[T any](ctx context.Context, sched Backoff, maxElapsed time.Duration, log *slog.Logger, giveUp func(error) bool, op func() (T, error)) (T, error) {
+	return retryIf(ctx, sched, maxElapsed, log, IsRetriable, giveUp, op)
+}
+
+// retryIf is retry with the predicate of what is retriable.
+func retryIf[T any](ctx context.Context, sched Backoff, maxElapsed time.Duration, log *slog.Logger, retriable, giveUp func(error) bool, op func() (T, error)) (T, error) {
 	bo := newBackOff(sched)
 	attempt := 0
 	return backoff.Retry(ctx, func() (T, error) {
@@ -58,7 +63,7 @@ func retry[T any](ctx context.Context, sched Backoff, maxElapsed time.Duration, 
 		if err == nil {
 			return v, nil
 		}
-		if !IsRetriable(err) || (giveUp != nil && giveUp(err)) {
+		if !retriable(err) || (giveUp != nil && giveUp(err)) {
 			return v, backoff.Permanent(err)
 		}
 		var e *Error
