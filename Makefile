@@ -54,6 +54,13 @@ build-functions:
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1s -count 3 ./pkg/segment ./pkg/index ./pkg/broker ./pkg/meta/local ./pkg/api ./pkg/wire ./pkg/client
 
+## bench-contention: many writers on one partition (tierlog bench contention; needs make test-deps; CONTENTION_ARGS='--duration 4s --markdown')
+CONTENTION_ARGS ?=
+.PHONY: bench-contention
+bench-contention:
+	$(GO) build -o bin/tierlog ./cmd/tierlog
+	bin/tierlog bench contention $(CONTENTION_ARGS)
+
 ## simulate: the deterministic simulation over many seeds (SEEDS=100000 FIRST=1 STEPS=0; no -race; parallel over GOMAXPROCS)
 SEEDS ?= 10000
 FIRST ?= 1
