@@ -34,6 +34,8 @@ type produceOpts struct {
 	batchBytes   int
 	linger       time.Duration
 	noProgress   bool
+	key          string // --idempotency-key
+	expected     int64  // --expected-offset
 }
 
 func newProduceCmd() *cobra.Command {
@@ -55,13 +57,23 @@ the key's tombstone. SEP and DELIM may use the escapes \t \n \r \0 \\.
 
 Records go to --partition, or else are routed like the server does: by the
 key's hash, round-robin without a key. They are sent in batches per
-partition, in order, retrying while the server answers 503 (a retry after an
-unknown outcome may store a batch twice: there is no idempotent producer
-yet). The command exits 0 when every record was stored, 1 otherwise.`,
+partition, in order, retrying while the server answers 503 or the connection
+is lost. Every batch carries its own Idempotency-Key, which its retries
+reuse, so a retry after an unknown outcome does not store it twice. The
+command exits 0 when every record was stored, 1 otherwise.
+
+With --idempotency-key or --expected-offset the whole input is one request
+(at most 10,000 records and 5 MiB): --idempotency-key K sends it with key K,
+so running the same command again stores nothing twice and prints the first
+run's offsets ("replayed"); --expected-offset N (with --partition) appends
+only if the partition's high watermark is N, else fails with the current high
+watermark and stores nothing. Then each record's partition and offset are
+printed to stdout, one record a line, tab-separated.`,
 		Example: `  tierlog produce --topic orders --partition 0 orders.txt
   printf 'k1\thello\nk2\tworld\n' | tierlog produce --topic orders --key-separator '\t'
   printf 'k1\t\n' | tierlog produce -t orders -K '\t' -Z     # a tombstone for k1
-  printf 'a|b|c' | tierlog produce -t orders -D '|'`,
+  printf 'a|b|c' | tierlog produce -t orders -D '|'
+  tierlog produce -t orders -p 0 --expected-offset 42 --idempotency-key batch-7 batch.txt`,
 		Args: checkArgs(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runProduce(cmd, o, args)
@@ -78,6 +90,8 @@ yet). The command exits 0 when every record was stored, 1 otherwise.`,
 	f.IntVar(&o.batchBytes, "batch-bytes", tlclient.DefaultBatchBytes, "send a partition's batch once its keys and values reach this many bytes")
 	f.DurationVar(&o.linger, "linger", tlclient.DefaultLinger, "send a partition's batch at the latest this long after its first record")
 	f.BoolVar(&o.noProgress, "no-progress", false, "never show a progress bar (shown on large inputs when stderr is a terminal)")
+	f.StringVar(&o.key, "idempotency-key", "", "send the whole input as one request with this Idempotency-Key (1 to 255 printable ASCII characters)")
+	f.Int64Var(&o.expected, "expected-offset", 0, "send the whole input as one request, appended only if the partition's high watermark is N (needs --partition)")
 	return c
 }
 
@@ -119,6 +133,22 @@ func runProduce(cmd *cobra.Command, o produceOpts, args []string) error {
 	case o.linger < 0:
 		return usagef("--linger %v: want 0 or more", o.linger)
 	}
+	single := cmd.Flags().Changed("idempotency-key") || cmd.Flags().Changed("expected-offset")
+	if cmd.Flags().Changed("idempotency-key") {
+		if err := tlclient.ValidIdempotencyKey(o.key); err != nil {
+			return usagef("--idempotency-key: %v", err)
+		}
+	}
+	var expected *int64
+	if cmd.Flags().Changed("expected-offset") {
+		if !pinned {
+			return usagef("--expected-offset needs --partition: the condition is on one partition's high watermark")
+		}
+		if o.expected < 0 {
+			return usagef("--expected-offset %d: want 0 or more", o.expected)
+		}
+		expected = &o.expected
+	}
 	// Open every input before producing anything: a missing file stops
 	// the command with nothing sent.
 	inputs, err := openInputs(args, cmd.InOrStdin())
@@ -138,6 +168,21 @@ func runProduce(cmd *cobra.Command, o produceOpts, args []string) error {
 	}
 	ctx, stop := signalContext(cmd.Context())
 	defer stop()
+	split := func(line []byte) tlclient.Record {
+		rec := tlclient.Record{Value: line}
+		if sep != "" {
+			if k, v, ok := bytes.Cut(line, []byte(sep)); ok {
+				rec.Key, rec.Value = k, v
+			}
+		}
+		if o.nullEmpty && len(rec.Value) == 0 {
+			rec.Value = nil
+		}
+		return rec
+	}
+	if single {
+		return produceOnce(ctx, cmd, cl, o, inputs, []byte(delim), split, pinned, expected)
+	}
 
 	var (
 		failed   atomic.Int64
@@ -172,15 +217,7 @@ func runProduce(cmd *cobra.Command, o produceOpts, args []string) error {
 	readErr := func() error {
 		for _, in := range inputs {
 			err := readRecords(in, []byte(delim), func(line []byte) error {
-				rec := tlclient.Record{Value: line}
-				if sep != "" {
-					if k, v, ok := bytes.Cut(line, []byte(sep)); ok {
-						rec.Key, rec.Value = k, v
-					}
-				}
-				if o.nullEmpty && len(rec.Value) == 0 {
-					rec.Value = nil
-				}
+				rec := split(line)
 				if pinned {
 					rec.Partition = tlclient.Partition(o.partition)
 				}
@@ -217,6 +254,71 @@ func runProduce(cmd *cobra.Command, o produceOpts, args []string) error {
 		return closeErr
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "tierlog: produced %s to topic %s\n", plural(sent, "record"), o.topic)
+	return nil
+}
+
+// produceOnce sends every record of the inputs as one request: with
+// --idempotency-key and/or --expected-offset. It prints the offsets
+// stored (partition and offset per record) to stdout, and says on stderr when the server
+// replayed an earlier request with the same key.
+func produceOnce(ctx context.Context, cmd *cobra.Command, cl *tlclient.Client, o produceOpts, inputs []input,
+	delim []byte, split func([]byte) tlclient.Record, pinned bool, expected *int64) error {
+	var recs []tlclient.Record
+	for _, in := range inputs {
+		err := readRecords(in, delim, func(line []byte) error {
+			if len(recs) == tlclient.MaxRecords {
+				return fmt.Errorf("more than %d records: --idempotency-key and --expected-offset send the input as one request, at most %d records",
+					tlclient.MaxRecords, tlclient.MaxRecords)
+			}
+			recs = append(recs, split(line)) // readRecords' lines may be kept
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if len(recs) == 0 {
+		return errors.New("no records in the input: nothing sent")
+	}
+	opt := tlclient.ProduceOptions{IdempotencyKey: o.key, ExpectedOffset: expected}
+	var (
+		rep *tlclient.ProduceReply
+		err error
+	)
+	if pinned {
+		rep, err = cl.ProduceToWith(ctx, o.topic, o.partition, recs, opt)
+	} else {
+		rep, err = cl.ProduceWith(ctx, o.topic, recs, opt)
+	}
+	if om := (*tlclient.OffsetMismatchError)(nil); errors.As(err, &om) {
+		return fmt.Errorf("not stored: --expected-offset %d, but partition %d's high watermark is %d", om.Expected, o.partition, om.HighWatermark)
+	}
+	if errors.Is(err, tlclient.ErrIdempotencyKeyReused) {
+		return fmt.Errorf("not stored: --idempotency-key %q was used before for other records: %w", o.key, err)
+	}
+	if err != nil {
+		return err
+	}
+	var failed int64
+	var firstErr error
+	for _, r := range rep.Results {
+		if r.Err != nil {
+			failed++
+			if firstErr == nil {
+				firstErr = r.Err
+			}
+			continue
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "%d\t%d\n", r.Partition, r.Offset)
+	}
+	if failed > 0 {
+		return fmt.Errorf("%s of %d not stored; first error: %w", plural(failed, "record"), len(recs), firstErr)
+	}
+	what := "produced"
+	if rep.Replayed {
+		what = "replayed (already stored by an earlier request with this key; nothing appended)"
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "tierlog: %s %s to topic %s in one request\n", what, plural(int64(len(recs)), "record"), o.topic)
 	return nil
 }
 
