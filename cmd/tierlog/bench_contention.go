@@ -765,12 +765,19 @@ func renderContentionText(cells []*contentionCell) string {
 		}
 		tw.Flush()
 		for _, c := range g {
-			fmt.Fprintf(&b, "  %d writers: DynamoDB per ok: %s; FS ops per ok: %s%s\n", c.Writers,
+			fmt.Fprintf(&b, "  %s: DynamoDB per ok: %s; FS ops per ok: %s%s\n", writersLabel(c.Writers),
 				byOp(c, c.DDBByOp), byOp(c, c.FSByOp), s3Note(c))
 		}
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+func writersLabel(n int) string {
+	if n == 1 {
+		return "1 writer"
+	}
+	return strconv.Itoa(n) + " writers"
 }
 
 func s3Note(c *contentionCell) string {
@@ -790,7 +797,7 @@ func renderContentionMarkdown(cells []*contentionCell) string {
 		}
 		b.WriteString("\n")
 		for _, c := range g {
-			fmt.Fprintf(&b, "- %d writers: DynamoDB per ok request: %s; FS ops per ok request: %s%s\n", c.Writers,
+			fmt.Fprintf(&b, "- %s: DynamoDB per ok request: %s; FS ops per ok request: %s%s\n", writersLabel(c.Writers),
 				byOp(c, c.DDBByOp), byOp(c, c.FSByOp), s3Note(c))
 		}
 		b.WriteString("\n")
