@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/tierlog/tierlog/pkg/broker"
@@ -31,6 +30,7 @@ type cmd struct {
 	maxBytes int
 	ts       int64
 	pad      int // append: pad each value to this many bytes (0: random)
+	mode     batchMode
 }
 
 // opBackoff is where a client waits before it retries a batch.
@@ -86,7 +86,7 @@ func (w *World) randomCmd(a *Actor) cmd {
 		return cmd{kind: cmdChurn}
 	case "reader", "broker":
 		if a.Kind == "broker" && r.IntN(2) == 0 {
-			return cmd{kind: cmdAppend, p: p, n: 1 + r.IntN(4)}
+			return cmd{kind: cmdAppend, p: p, n: 1 + r.IntN(4), mode: w.randomMode()}
 		}
 		if r.IntN(6) == 0 && hw > 0 {
 			return cmd{kind: cmdOffsetForTime, p: p, ts: w.s.base.UnixMilli() + r.Int64N(int64(w.s.now/time.Millisecond)+1)}
@@ -96,16 +96,35 @@ func (w *World) randomCmd(a *Actor) cmd {
 	if !w.quiet && r.IntN(25) == 0 {
 		return cmd{kind: cmdRestart}
 	}
-	return cmd{kind: cmdAppend, p: p, n: 1 + r.IntN(4)}
+	return cmd{kind: cmdAppend, p: p, n: 1 + r.IntN(4), mode: w.randomMode()}
+}
+
+// randomMode picks a batch's mode by cfg.Modes (default: of 20 batches,
+// 4 plain, 12 keyed, 3 conditional, 1 reusing a key).
+func (w *World) randomMode() batchMode {
+	m := w.cfg.Modes
+	if m == ([4]int{}) {
+		m = [4]int{4, 12, 3, 1}
+	}
+	x := w.s.rng.IntN(max(1, m[0]+m[1]+m[2]+m[3]))
+	for i, n := range m {
+		if x < n {
+			return batchMode(i)
+		}
+		x -= n
+	}
+	return modePlain
 }
 
 func (w *World) partCfg(a *Actor, cli *Client, pm *part, owner string, hold bool) partition.Config {
-	return partition.Config{
+	cfg := partition.Config{
 		Dir: pm.dir, Key: pm.key, Meta: w.net.Client(a), Owner: owner,
 		LeaseTTL: w.cfg.LeaseTTL, HoldLease: hold, SegmentBytes: w.segB,
 		IndexIntervalBytes: w.idxB, FS: cli, Now: a.Now,
 		Logger: slog.New(slog.DiscardHandler),
 	}
+	w.setHooks(&cfg, a)
+	return cfg
 }
 
 // proc is one process's partitions: one NFS client, a Log per partition
@@ -143,18 +162,23 @@ func (w *World) writerBody(a *Actor) {
 	container := 0
 	owner := fmt.Sprintf("%s.%d.%d", a.Name, a.incarnation, container)
 	pr := w.newProc(a, owner, hold)
+	do := func(at attempt) (partition.Appended, string, error) {
+		if at.p >= len(w.parts) {
+			return partition.Appended{}, "", fmt.Errorf("%w: no topic", partition.ErrUnavailable)
+		}
+		l := w.log(a, pr, at.p)
+		if l == nil {
+			return partition.Appended{}, "", fmt.Errorf("%w: open", partition.ErrUnavailable)
+		}
+		app, err := l.AppendBatch(bg, partition.Batch{Records: at.recs, Key: at.key, Hash: at.hash, Expected: at.expected})
+		return app, w.key(at.p).TopicID, err
+	}
+	w.resumePending(a, do)
 	for {
 		c := w.idle(a)
 		switch c.kind {
 		case cmdAppend:
-			w.produce(a, c.p, c.n, c.pad, func(recs []partition.Record) (partition.Appended, string, error) {
-				l := w.log(a, pr, c.p)
-				if l == nil {
-					return partition.Appended{}, "", fmt.Errorf("%w: open", partition.ErrUnavailable)
-				}
-				app, err := l.Append(bg, recs)
-				return app, w.key(c.p).TopicID, err
-			})
+			w.produce(a, c.p, c.n, c.pad, c.mode, do)
 		case cmdRestart:
 			// A clean shutdown: a server restarts under its owner name, a
 			// Lambda container is replaced by a new one.
@@ -185,63 +209,6 @@ func retryable(err error) bool {
 		errors.Is(err, meta.ErrLeaseHeld) || errors.Is(err, broker.ErrUnavailable)
 }
 
-// produce appends a batch of n records to partition p as a client does:
-// an attempt that fails as unavailable is retried after a backoff (in
-// virtual time) until cfg.RetryFor has passed. Every attempt has its own
-// values (a retry of an attempt whose outcome was unknown may duplicate
-// it: there is no idempotent producer), so every record read can be traced
-// to one attempt. do makes one attempt and reports the topic id of the
-// incarnation its commit went to.
-func (w *World) produce(a *Actor, p, n, padTo int, do func([]partition.Record) (partition.Appended, string, error)) {
-	w.batchNo++
-	bn := w.batchNo
-	first := w.s.now
-	backoff := 20 * time.Millisecond
-	for try := 0; ; try++ {
-		recs := make([]partition.Record, n)
-		vals := make([]string, n)
-		for i := range recs {
-			vals[i] = fmt.Sprintf("%s/b%d/r%d/", a.Name, bn, i)
-			if try > 0 {
-				vals[i] = fmt.Sprintf("%s/b%d.%d/r%d/", a.Name, bn, try, i)
-			}
-			if padTo > 0 {
-				vals[i] += strings.Repeat("x", max(0, padTo-len(vals[i])))
-			} else {
-				vals[i] += strings.Repeat("x", w.s.rng.IntN(24))
-			}
-			w.attempted[vals[i]] = true
-			recs[i].Value = []byte(vals[i])
-			if padTo == 0 && w.s.rng.IntN(2) == 0 {
-				recs[i].Key = []byte(a.Name)
-			}
-		}
-		a.note("APPEND b%d.%d to %d: %d records", bn, try, p, n)
-		w.res.Appends++
-		start := w.s.now
-		app, id, err := do(recs)
-		if err == nil {
-			w.res.AppendOK++
-			a.note("APPEND b%d.%d acked: %d offsets %d..%d ts %d (%s)", bn, try, p, app.BaseOffset, app.BaseOffset+int64(n)-1, app.Timestamp, id)
-			if w.quiet && start >= w.quietSince {
-				w.okSince = true
-			}
-			w.acked(a, p, id, vals, app)
-			return
-		}
-		a.note("APPEND b%d.%d failed: %v", bn, try, err)
-		if !retryable(err) || w.cfg.RetryFor <= 0 || w.s.now-first >= w.cfg.RetryFor {
-			// The client gives up (or backs off before its next request).
-			a.pausedUntil = w.s.now + w.s.between(20*time.Millisecond, 300*time.Millisecond)
-			return
-		}
-		a.pausedUntil = w.s.now + backoff/2 + w.s.between(0, backoff)
-		backoff = min(backoff*2, 800*time.Millisecond)
-		w.res.Faults["retry"]++
-		a.enter(opBackoff, "")
-	}
-}
-
 // acked puts an acknowledged batch into the model. id is the incarnation
 // its commit went to: one that is not the current incarnation must have
 // committed before its topic item was deleted (audit finding 3: an
@@ -261,7 +228,9 @@ func (w *World) acked(a *Actor, p int, id string, vals []string, app partition.A
 	for i, v := range vals {
 		off := app.BaseOffset + int64(i)
 		r := rec{value: v, ts: app.Timestamp}
-		if old, ok := pm.acked[off]; ok {
+		if old, ok := pm.acked[off]; ok && old == r && app.Replayed {
+			continue // a replayed answer, the same as the first
+		} else if ok {
 			w.fail(fmt.Errorf("I1/I8: %d: offset %d acknowledged twice: %q and now %q", p, off, old.value, v))
 		}
 		pm.acked[off] = r

@@ -23,12 +23,14 @@ func (w *World) newBroker(a *Actor, release bool) *broker.Broker {
 	cli := w.srv.NewClient(a)
 	a.onCrash = cli.crash
 	for {
-		b, err := broker.New(bg, broker.Config{
+		cfg := broker.Config{
 			DataDir: w.root, Meta: w.net.Client(a), FS: cli, Objects: objects{inner: w.objs, a: a, w: w},
 			Owner: fmt.Sprintf("%s.%d", a.Name, a.incarnation), LeaseTTL: w.cfg.LeaseTTL,
 			ReleaseEachBatch: release, IndexIntervalBytes: w.idxB, Cache: tier.NewCache(1 << 20),
 			Now: a.Now, Logger: slog.New(slog.DiscardHandler),
-		})
+		}
+		w.setHooks(&cfg, a)
+		b, err := broker.New(bg, cfg)
 		if err == nil {
 			return b
 		}
@@ -39,22 +41,55 @@ func (w *World) newBroker(a *Actor, release bool) *broker.Broker {
 
 func (w *World) brokerBody(a *Actor, release bool) {
 	b := w.newBroker(a, release)
+	do := func(at attempt) (partition.Appended, string, error) {
+		in := make([]broker.ProduceRecord, len(at.recs))
+		for i, r := range at.recs {
+			in[i] = broker.ProduceRecord{Key: r.Key, Value: r.Value, Partition: at.p}
+		}
+		o := broker.ProduceOptions{IdempotencyKey: at.key}
+		if at.expected >= 0 {
+			e := at.expected
+			o.ExpectedOffset = &e
+		}
+		delete(w.net.lastCommit, a)
+		delete(w.net.lastRead, a)
+		out, err := b.ProducePartitionWith(bg, w.topic.Name, at.p, in, o)
+		var me *broker.OffsetMismatchError
+		switch {
+		case errors.As(err, &me):
+			return partition.Appended{}, "", &partition.MismatchError{Expected: me.Expected, HighWatermark: me.HighWatermark}
+		case errors.Is(err, broker.ErrIdempotencyKeyReused):
+			return partition.Appended{}, "", fmt.Errorf("%w: %w", partition.ErrKeyReused, err)
+		case errors.Is(err, broker.ErrIdempotencyKeyInUse):
+			return partition.Appended{}, "", fmt.Errorf("%w: %w", partition.ErrKeyInUse, err)
+		case err != nil:
+			return partition.Appended{}, "", err
+		}
+		if len(out.Results) != len(in) {
+			w.fail(fmt.Errorf("I8: %s: produce of %d records to %d answered %d results", a.Name, len(in), at.p, len(out.Results)))
+			return partition.Appended{}, "", fmt.Errorf("%w: bad answer", broker.ErrUnavailable)
+		}
+		for i, r := range out.Results {
+			if r.Offset != out.Results[0].Offset+int64(i) || r.Timestamp != out.Results[0].Timestamp {
+				w.fail(fmt.Errorf("I8: %s: produce to %d answered record %d at offset %d ts %d, record 0 at %d ts %d: not one batch", a.Name, at.p, i, r.Offset, r.Timestamp, out.Results[0].Offset, out.Results[0].Timestamp))
+			}
+		}
+		// The incarnation: of the broker's own commit; else (a replayed
+		// answer, or a batch another leader committed) of its last read.
+		id := w.net.lastCommit[a].id
+		if lc, ok := w.net.lastCommit[a]; !ok {
+			id = w.net.lastRead[a].id
+		} else {
+			id = lc.id
+		}
+		return partition.Appended{BaseOffset: out.Results[0].Offset, Timestamp: out.Results[0].Timestamp, Replayed: out.Replayed}, id, nil
+	}
+	w.resumePending(a, do)
 	for {
 		c := w.idle(a)
 		switch c.kind {
 		case cmdAppend:
-			w.produce(a, c.p, c.n, c.pad, func(recs []partition.Record) (partition.Appended, string, error) {
-				in := make([]broker.ProduceRecord, len(recs))
-				for i, r := range recs {
-					in[i] = broker.ProduceRecord{Key: r.Key, Value: r.Value, Partition: c.p}
-				}
-				delete(w.net.lastCommit, a)
-				out, err := b.ProducePartition(bg, w.topic.Name, c.p, in)
-				if err != nil {
-					return partition.Appended{}, "", err
-				}
-				return partition.Appended{BaseOffset: out[0].Offset, Timestamp: out[0].Timestamp}, w.net.lastCommit[a].id, nil
-			})
+			w.produce(a, c.p, c.n, c.pad, c.mode, do)
 		case cmdRead:
 			w.brokerFetch(a, b, c)
 		case cmdOffsetForTime:

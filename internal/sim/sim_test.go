@@ -19,6 +19,7 @@ var (
 	flagFirst = flag.Int64("sim.first", 1, "first seed")
 	flagAll   = flag.Bool("sim.traceall", false, "with -sim.seed: print every event, not the last 200")
 	flagScale = flag.Float64("sim.faults", 1, "multiply every fault rate by this")
+	flagModes = flag.String("sim.modes", "", "weights of plain, keyed, conditional and key-reusing batches, as 4,12,3,1 (empty: the default)")
 )
 
 // defaultSeeds is what CI runs: at least 2,000 seeds.
@@ -40,6 +41,11 @@ func simConfig(seed uint64) Config {
 	}
 	if *flagScale != 1 {
 		cfg.Scale(*flagScale)
+	}
+	if *flagModes != "" {
+		if _, err := fmt.Sscanf(*flagModes, "%d,%d,%d,%d", &cfg.Modes[0], &cfg.Modes[1], &cfg.Modes[2], &cfg.Modes[3]); err != nil {
+			panic("sim.modes: " + err.Error())
+		}
 	}
 	applyOpen(&cfg)
 	return cfg
@@ -150,6 +156,9 @@ func rerun(seed uint64) string {
 	}
 	if *flagScale != 1 {
 		s += fmt.Sprintf(" -sim.faults %g", *flagScale)
+	}
+	if *flagModes != "" {
+		s += fmt.Sprintf(" -sim.modes %s", *flagModes)
 	}
 	return s + " -v"
 }

@@ -36,6 +36,10 @@ type Config struct {
 	// RetryFor is how long (virtual time) a client retries a batch that
 	// failed as unavailable before it gives up (0: no retries).
 	RetryFor time.Duration
+	// Modes weighs the modes of the batches writers and brokers send:
+	// plain, keyed, conditional, reusing a key (batches.go; zero: 4, 12,
+	// 3, 1).
+	Modes [4]int
 	// OneChurnBroker: churn seeds run one broker besides the admin (while
 	// the bug two stale brokers trigger is open: open_test.go).
 	OneChurnBroker bool
@@ -161,6 +165,11 @@ type part struct {
 	dmgFiles   map[string]bool
 	dmgSpan    map[string][2]int64 // per file: first and last damaged offset
 	maxColdEnd int64
+	// I7/I8 (batches.go): the committed log below scanTo has been read,
+	// each value's offset, each keyed batch's base offset.
+	scanTo int64
+	at     map[string]int64
+	bbase  map[*batch]int64
 }
 
 func newPart(key meta.PartitionKey, root string) *part {
@@ -168,6 +177,7 @@ func newPart(key meta.PartitionKey, root string) *part {
 		p: key.Partition, key: key, dir: partition.Dir(root, key),
 		acked: map[int64]rec{}, ackedAt: map[string]int64{}, seen: map[int64]rec{},
 		damaged: map[int64]bool{}, dmgFiles: map[string]bool{}, dmgSpan: map[string][2]int64{},
+		at: map[string]int64{}, bbase: map[*batch]int64{},
 	}
 }
 
@@ -209,6 +219,12 @@ type World struct {
 	cmds    map[*Actor][]cmd
 	res     Result
 	batchNo int
+	// Keyed batches (batches.go).
+	valBatch  map[string]valRef        // value -> its keyed batch
+	lastHW    map[string]map[int]int64 // client -> partition -> high watermark it last saw
+	okBatches []*batch                 // acknowledged keyed batches (keys to reuse)
+	pending   map[string]*batch
+	busyWait  time.Duration // partition.Config.BusyWait (0: its default)        // client -> the keyed batch it is sending
 }
 
 // key is partition p of the current incarnation.
@@ -248,6 +264,9 @@ func NewWorld(cfg Config) *World {
 		gone:      map[string]int{},
 		attempted: map[string]bool{},
 		cmds:      map[*Actor][]cmd{},
+		valBatch:  map[string]valRef{},
+		lastHW:    map[string]map[int]int64{},
+		pending:   map[string]*batch{},
 	}
 	w.s.keepAll = cfg.TraceAll
 	w.res.Faults = map[string]int{}
@@ -270,6 +289,10 @@ func NewWorld(cfg Config) *World {
 		w.nparts = 1 + w.s.rng.IntN(3)
 	}
 	w.cacheOn = w.s.rng.IntN(2) == 0
+	// How long a batch waits for a busy partition: shorter than a lease
+	// TTL (waiters give up while a leader may hold their staged copy),
+	// about one, or the default.
+	w.busyWait = [...]time.Duration{300 * time.Millisecond, 2 * time.Second, 0}[w.s.rng.IntN(3)]
 	if err := w.createTopic(nil); err != nil {
 		panic(err)
 	}
@@ -335,6 +358,18 @@ func (w *World) checkPart(pm *part, full bool) error {
 			return err
 		}
 	}
+	var l *partition.Log
+	open := func() (*partition.Log, error) {
+		if l != nil {
+			return l, nil
+		}
+		var err error
+		l, err = w.checker(pm)
+		return l, err
+	}
+	if err := w.scanCommitted(pm, p.LogStartOffset, p.NextOffset, open); err != nil {
+		return err
+	}
 	if full {
 		return w.fullCheck(pm)
 	}
@@ -346,7 +381,7 @@ func (w *World) checkPart(pm *part, full bool) error {
 	if len(offs) == 0 {
 		return nil
 	}
-	l, err := w.checker(pm)
+	l, err := open()
 	if err != nil {
 		return err
 	}
@@ -431,7 +466,7 @@ func (w *World) sawRecord(pm *part, off int64, value string, ts int64, who strin
 		return fmt.Errorf("I2/I5: %d: %s read offset %d = %q ts %d; acknowledged %q ts %d", pm.p, who, off, value, ts, a.value, a.ts)
 	}
 	if at, ok := pm.ackedAt[value]; ok && at != off {
-		return fmt.Errorf("I1: %d: %s read %q at offset %d; it was acknowledged at %d", pm.p, who, value, off, at)
+		return fmt.Errorf("I1/I7: %d: %s read %q at offset %d; it was acknowledged at %d", pm.p, who, value, off, at)
 	}
 	if s, ok := pm.seen[off]; ok {
 		if s.value != value || s.ts != ts {
