@@ -82,6 +82,17 @@ type Config struct {
 	// Now is the clock. Default time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
+
+	// BusyWait bounds how long a produce waits for a partition another
+	// writer holds. Default partition.DefaultBusyWait.
+	BusyWait time.Duration
+	// IdempotencyWindow is how long an Idempotency-Key is remembered at
+	// least. Default partition.DefaultIdempotencyWindow.
+	IdempotencyWindow time.Duration
+	// Sleep and Rand are the partitions' timer and random source (the
+	// simulation's virtual ones). Default real ones.
+	Sleep func(ctx context.Context, d time.Duration) error
+	Rand  func() uint64
 }
 
 func (c *Config) applyDefaults() error {
@@ -374,6 +385,10 @@ func (t *topic) part(ctx context.Context, p int) (*partition.Log, error) {
 		OnRoll:             c.OnRoll,
 		Metrics:            c.Metrics,
 		Verify:             t.verify,
+		BusyWait:           c.BusyWait,
+		IdempotencyWindow:  c.IdempotencyWindow,
+		Sleep:              c.Sleep,
+		Rand:               c.Rand,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
@@ -493,93 +508,7 @@ func (t *topic) close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Produce appends records, routing each to a partition: explicit, else
-// Kafka's murmur2 of the key, else round-robin. Records bound for one
-// partition form one atomic batch in request order. The error is for the
-// whole request (unknown topic, bad partition, limits); per-partition
-// failures are in the results.
-func (b *Broker) Produce(ctx context.Context, topicName string, recs []ProduceRecord) ([]ProduceResult, error) {
-	if err := checkBatch(recs); err != nil {
-		return nil, err
-	}
-	t, err := b.acquire(ctx, topicName)
-	if err != nil {
-		return nil, err
-	}
-	defer t.release()
-
-	n := t.cfg.Partitions
-	assign := make([]int, len(recs))
-	groups := map[int][]int{} // partition -> record indexes, in order
-	var order []int
-	for i, r := range recs {
-		p := r.Partition
-		switch {
-		case p >= n:
-			return nil, fmt.Errorf("%w: record %d: partition %d of topic %q (partitions: %d)", ErrPartitionNotFound, i, p, topicName, n)
-		case p >= 0:
-		case r.Key != nil:
-			p = KeyPartition(r.Key, n)
-		default:
-			p = int((t.rr.Add(1) - 1) % uint64(n))
-		}
-		assign[i] = p
-		if _, ok := groups[p]; !ok {
-			order = append(order, p)
-		}
-		groups[p] = append(groups[p], i)
-	}
-	out := make([]ProduceResult, len(recs))
-	var wg sync.WaitGroup
-	for _, p := range order {
-		idx := groups[p]
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			batch := make([]partition.Record, len(idx))
-			for j, i := range idx {
-				batch[j] = partition.Record{Key: recs[i].Key, Value: recs[i].Value}
-			}
-			app, err := b.appendTo(ctx, t, p, batch)
-			for j, i := range idx {
-				if err != nil {
-					out[i] = ProduceResult{Partition: p, Offset: -1, Err: err}
-				} else {
-					out[i] = ProduceResult{Partition: p, Offset: app.BaseOffset + int64(j), Timestamp: app.Timestamp}
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return out, nil
-}
-
-// ProducePartition appends recs to one partition, all or nothing.
-func (b *Broker) ProducePartition(ctx context.Context, topicName string, p int, recs []ProduceRecord) ([]ProduceResult, error) {
-	if err := checkBatch(recs); err != nil {
-		return nil, err
-	}
-	t, err := b.acquire(ctx, topicName)
-	if err != nil {
-		return nil, err
-	}
-	defer t.release()
-	batch := make([]partition.Record, len(recs))
-	for i, r := range recs {
-		batch[i] = partition.Record{Key: r.Key, Value: r.Value}
-	}
-	app, err := b.appendTo(ctx, t, p, batch)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]ProduceResult, len(recs))
-	for i := range recs {
-		out[i] = ProduceResult{Partition: p, Offset: app.BaseOffset + int64(i), Timestamp: app.Timestamp}
-	}
-	return out, nil
-}
-
-func (b *Broker) appendTo(ctx context.Context, t *topic, p int, batch []partition.Record) (partition.Appended, error) {
+func (b *Broker) appendTo(ctx context.Context, t *topic, p int, batch partition.Batch) (partition.Appended, error) {
 	if b.cfg.ReadOnly {
 		return partition.Appended{}, errReadOnly
 	}
@@ -590,7 +519,7 @@ func (b *Broker) appendTo(ctx context.Context, t *topic, p int, batch []partitio
 	if m := b.behind.Load(); m != nil && (*m)[meta.PartitionKey{Topic: t.cfg.Name, TopicID: t.cfg.ID, Partition: p}] {
 		return partition.Appended{}, fmt.Errorf("%w: %s/%d", ErrMetadataBehind, t.cfg.Name, p)
 	}
-	app, err := l.Append(ctx, batch)
+	app, err := l.AppendBatch(ctx, batch)
 	return app, t.mapErr(ctx, err)
 }
 
@@ -617,6 +546,14 @@ func mapErr(err error) error {
 		return nil
 	case errors.As(err, &oor):
 		return &OffsetOutOfRangeError{Offset: oor.Offset, LogStartOffset: oor.LogStartOffset, HighWatermark: oor.HighWatermark}
+	case errors.As(err, new(*partition.MismatchError)):
+		var m *partition.MismatchError
+		errors.As(err, &m)
+		return &OffsetMismatchError{Expected: m.Expected, HighWatermark: m.HighWatermark}
+	case errors.Is(err, partition.ErrKeyReused):
+		return fmt.Errorf("%w: %w", ErrIdempotencyKeyReused, err)
+	case errors.Is(err, partition.ErrKeyInUse):
+		return fmt.Errorf("%w: %w", ErrIdempotencyKeyInUse, err)
 	case errors.Is(err, partition.ErrDeleted):
 		return fmt.Errorf("%w: the topic is being deleted", ErrTopicNotFound)
 	case errors.Is(err, partition.ErrUnavailable), errors.Is(err, partition.ErrClosed):

@@ -2,8 +2,14 @@ package broker
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/tierlog/tierlog/pkg/partition"
 )
 
 // Errors of idempotent and conditional produce (API.md additions).
@@ -79,14 +85,204 @@ type ProduceReply struct {
 	Replayed bool
 }
 
-// ProduceWith is Produce with options.
+// Produce appends records, routing each to a partition: explicit, else
+// Kafka's murmur2 of the key, else round-robin. Records bound for one
+// partition form one atomic batch in request order. The error is for the
+// whole request (unknown topic, bad partition, limits); per-partition
+// failures are in the results.
+func (b *Broker) Produce(ctx context.Context, topicName string, recs []ProduceRecord) ([]ProduceResult, error) {
+	r, err := b.ProduceWith(ctx, topicName, recs, ProduceOptions{})
+	return r.Results, err
+}
+
+// ProducePartition appends recs to one partition, all or nothing.
+func (b *Broker) ProducePartition(ctx context.Context, topicName string, p int, recs []ProduceRecord) ([]ProduceResult, error) {
+	r, err := b.ProducePartitionWith(ctx, topicName, p, recs, ProduceOptions{})
+	return r.Results, err
+}
+
+// ProduceWith is Produce with options. With an IdempotencyKey, records
+// without a partition or key start round-robin at a partition chosen by the
+// key, so a retry routes them as the first attempt did; each partition's
+// part is appended at most once, and a key committed before with other
+// contents on any partition of the request is ErrIdempotencyKeyReused
+// before anything is appended.
 func (b *Broker) ProduceWith(ctx context.Context, topicName string, recs []ProduceRecord, o ProduceOptions) (ProduceReply, error) {
-	res, err := b.Produce(ctx, topicName, recs)
-	return ProduceReply{Results: res}, err
+	if err := checkBatch(recs); err != nil {
+		return ProduceReply{}, err
+	}
+	if o.ExpectedOffset != nil {
+		return ProduceReply{}, fmt.Errorf("%w: expected_offset needs the single-partition route", ErrInvalid)
+	}
+	if o.IdempotencyKey != "" {
+		if err := ValidIdempotencyKey(o.IdempotencyKey); err != nil {
+			return ProduceReply{}, err
+		}
+	}
+	t, err := b.acquire(ctx, topicName)
+	if err != nil {
+		return ProduceReply{}, err
+	}
+	defer t.release()
+
+	n := t.cfg.Partitions
+	groups := map[int][]int{} // partition -> record indexes, in order
+	var order []int
+	var rr uint64
+	if o.IdempotencyKey != "" {
+		rr = xxhash.Sum64String(o.IdempotencyKey)
+	}
+	for i, r := range recs {
+		p := r.Partition
+		switch {
+		case p >= n:
+			return ProduceReply{}, fmt.Errorf("%w: record %d: partition %d of topic %q (partitions: %d)", ErrPartitionNotFound, i, p, topicName, n)
+		case p >= 0:
+		case r.Key != nil:
+			p = KeyPartition(r.Key, n)
+		case o.IdempotencyKey != "":
+			p = int(rr % uint64(n))
+			rr++
+		default:
+			p = int((t.rr.Add(1) - 1) % uint64(n))
+		}
+		if _, ok := groups[p]; !ok {
+			order = append(order, p)
+		}
+		groups[p] = append(groups[p], i)
+	}
+	var hash [16]byte
+	if o.IdempotencyKey != "" {
+		hash = requestHash(routeTopic, -1, recs)
+	}
+	batches := make(map[int]partition.Batch, len(order))
+	for _, p := range order {
+		idx := groups[p]
+		bt := partition.Batch{Records: make([]partition.Record, len(idx)), Key: o.IdempotencyKey, Hash: hash, Expected: -1}
+		for j, i := range idx {
+			bt.Records[j] = partition.Record{Key: recs[i].Key, Value: recs[i].Value}
+		}
+		batches[p] = bt
+	}
+	if o.IdempotencyKey != "" && len(order) > 1 {
+		// A key reused with other contents is refused before any part is
+		// appended (a part whose key is new would be, otherwise).
+		for _, p := range order {
+			if err := b.checkKey(ctx, t, p, batches[p]); err != nil {
+				return ProduceReply{}, err
+			}
+		}
+	}
+	out := make([]ProduceResult, len(recs))
+	replayed := make([]bool, len(order))
+	var wg sync.WaitGroup
+	for k, p := range order {
+		idx := groups[p]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			app, err := b.appendTo(ctx, t, p, batches[p])
+			replayed[k] = err == nil && app.Replayed
+			for j, i := range idx {
+				if err != nil {
+					out[i] = ProduceResult{Partition: p, Offset: -1, Err: err}
+				} else {
+					out[i] = ProduceResult{Partition: p, Offset: app.BaseOffset + int64(j), Timestamp: app.Timestamp}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	reply := ProduceReply{Results: out, Replayed: o.IdempotencyKey != ""}
+	for _, r := range replayed {
+		reply.Replayed = reply.Replayed && r
+	}
+	return reply, nil
+}
+
+// checkKey answers ErrIdempotencyKeyReused if partition p committed bt's key
+// with other contents.
+func (b *Broker) checkKey(ctx context.Context, t *topic, p int, bt partition.Batch) error {
+	l, err := t.part(ctx, p)
+	if err != nil {
+		return err
+	}
+	_, _, err = l.Committed(ctx, bt)
+	return t.mapErr(ctx, err)
 }
 
 // ProducePartitionWith is ProducePartition with options.
 func (b *Broker) ProducePartitionWith(ctx context.Context, topicName string, p int, recs []ProduceRecord, o ProduceOptions) (ProduceReply, error) {
-	res, err := b.ProducePartition(ctx, topicName, p, recs)
-	return ProduceReply{Results: res}, err
+	if err := checkBatch(recs); err != nil {
+		return ProduceReply{}, err
+	}
+	bt := partition.Batch{Records: make([]partition.Record, len(recs)), Key: o.IdempotencyKey, Expected: -1}
+	if o.IdempotencyKey != "" {
+		if err := ValidIdempotencyKey(o.IdempotencyKey); err != nil {
+			return ProduceReply{}, err
+		}
+		bt.Hash = requestHash(routePartition, p, recs)
+	}
+	if e := o.ExpectedOffset; e != nil {
+		if *e < 0 {
+			return ProduceReply{}, fmt.Errorf("%w: expected_offset %d is negative", ErrInvalid, *e)
+		}
+		bt.Expected = *e
+	}
+	t, err := b.acquire(ctx, topicName)
+	if err != nil {
+		return ProduceReply{}, err
+	}
+	defer t.release()
+	for i, r := range recs {
+		bt.Records[i] = partition.Record{Key: r.Key, Value: r.Value}
+	}
+	app, err := b.appendTo(ctx, t, p, bt)
+	if err != nil {
+		return ProduceReply{}, err
+	}
+	out := make([]ProduceResult, len(recs))
+	for i := range recs {
+		out[i] = ProduceResult{Partition: p, Offset: app.BaseOffset + int64(i), Timestamp: app.Timestamp}
+	}
+	return ProduceReply{Results: out, Replayed: app.Replayed}, nil
+}
+
+// The routes a request hash distinguishes: the same key on the two produce
+// routes names two different requests.
+const (
+	routeTopic     = 1
+	routePartition = 2
+)
+
+// requestHash identifies a produce request's contents for its key: the
+// route, the partition of the single-partition route, and every record's
+// partition field, key and value, absent ones told from empty ones.
+func requestHash(route byte, p int, recs []ProduceRecord) [16]byte {
+	h1, h2 := xxhash.New(), xxhash.NewWithSeed(0x9e3779b97f4a7c15)
+	var buf [8]byte
+	put := func(b []byte) { h1.Write(b); h2.Write(b) }
+	num := func(v int64) { binary.LittleEndian.PutUint64(buf[:], uint64(v)); put(buf[:]) }
+	bytes := func(v []byte) {
+		if v == nil {
+			num(-1)
+			return
+		}
+		num(int64(len(v)))
+		put(v)
+	}
+	put([]byte{route})
+	num(int64(p))
+	num(int64(len(recs)))
+	for _, r := range recs {
+		if route == routeTopic {
+			num(int64(r.Partition))
+		}
+		bytes(r.Key)
+		bytes(r.Value)
+	}
+	var out [16]byte
+	binary.LittleEndian.PutUint64(out[:8], h1.Sum64())
+	binary.LittleEndian.PutUint64(out[8:], h2.Sum64())
+	return out
 }

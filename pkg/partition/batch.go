@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
+
+	"github.com/tierlog/tierlog/pkg/meta"
 )
 
 // Errors of idempotent and conditional appends.
@@ -42,8 +45,275 @@ type Batch struct {
 	Expected int64
 }
 
+// errBusy marks the error of a round that found the lease held by another
+// writer: the batches wait their turn (waitTurn) instead of failing.
+var errBusy = errors.New("partition: lease held by another writer")
+
+// pollMin and pollMax bound how often a waiting batch reads the partition
+// item: the interval starts at pollMin and grows by half up to pollMax,
+// and starts again whenever the item moves.
+const (
+	pollMin = 2 * time.Millisecond
+	pollMax = 20 * time.Millisecond
+)
+
 // AppendBatch appends b as one contiguous batch, once it is durable and
-// committed, honouring its key and condition.
+// committed, honouring its key and condition. A partition whose lease
+// another writer holds is waited for (the batch is staged in the write
+// buffer for that writer to include) for up to BusyWait or ctx's deadline;
+// then, or when a commit's outcome is unknown, the error is ErrUnavailable
+// and the outcome unknown: a retry with the same Key is safe.
 func (l *Log) AppendBatch(ctx context.Context, b Batch) (Appended, error) {
-	return l.Append(ctx, b.Records)
+	if len(b.Records) == 0 {
+		return Appended{}, fmt.Errorf("partition: empty batch")
+	}
+	if len(b.Key) > maxBatchKey-2 {
+		return Appended{}, fmt.Errorf("partition: batch key of %d bytes, at most %d", len(b.Key), maxBatchKey-2)
+	}
+	p := &pending{recs: b.Records, key: b.Key, hash: b.Hash, expected: b.Expected, origin: l.cfg.Rand(), done: make(chan result, 1)}
+	if b.Key != "" {
+		p.key = "k:" + b.Key
+	}
+	for i := range b.Records {
+		p.size += recordSize(b.Records[i])
+	}
+	p.deadline = l.cfg.Now().Add(l.cfg.BusyWait)
+	if d, ok := ctx.Deadline(); ok && d.Before(p.deadline) {
+		p.deadline = d
+	}
+	l.qmu.Lock()
+	if l.closed {
+		l.qmu.Unlock()
+		return Appended{}, ErrClosed
+	}
+	if p.key != "" {
+		if l.inUse[p.key] {
+			l.qmu.Unlock()
+			return Appended{}, fmt.Errorf("%w: key %q", ErrKeyInUse, b.Key)
+		}
+		l.inUse[p.key] = true
+		defer func() {
+			l.qmu.Lock()
+			delete(l.inUse, p.key)
+			l.qmu.Unlock()
+		}()
+	}
+	l.queue = append(l.queue, p)
+	lead := !l.flushing
+	l.flushing = true
+	l.qmu.Unlock()
+	if lead {
+		l.lead(ctx)
+	}
+	// The batch may already be on disk: wait for its outcome whatever ctx
+	// says, so a caller never gets an error for an acknowledged batch.
+	r := <-p.done
+	return r.app, r.err
+}
+
+// waitTurn is what a group of batches does when another writer holds the
+// lease: stage each in the write buffer, then watch the partition item
+// until a commit names it (the holder took it), or the lease is free (lead
+// a round: ours and whatever else is staged), or its deadline passes.
+//
+// Staged or not, a batch's outcome is decided by commits only: a waiter
+// looks its key up in the window of the committed state, so it answers the
+// offsets some commit gave it, or, at its deadline, ErrUnavailable (a
+// leader may still hold a copy it read: the outcome is unknown).
+func (l *Log) waitTurn(ctx context.Context, batch []*pending) {
+	left := batch
+	finish := func(p *pending, r result) {
+		p.done <- r
+	}
+	p0, err := l.cfg.Meta.Partition(ctx, l.cfg.Key)
+	if err == nil {
+		err = l.win.refresh(l.cfg.FS, l.cfg.Dir, &p0, l.cfg.Now(), l.cfg.IdempotencyWindow)
+	}
+	if err != nil {
+		for _, p := range batch {
+			finish(p, result{err: fmt.Errorf("%w: lease held and state unreadable: %w", ErrUnavailable, err)})
+		}
+		return
+	}
+	left = left[:0:0]
+	for _, p := range batch {
+		if r, ok := l.decided(p, &p0); ok {
+			finish(p, r)
+			continue
+		}
+		if p.key == "" {
+			p.key = fmt.Sprintf("b:%016x", p.origin)
+		}
+		s := &staged{created: l.cfg.Now().UnixMilli(), expected: p.expected, hash: p.hash,
+			origin: p.origin, key: p.key, recs: p.recs, size: p.size}
+		if err := l.writeStaged(s); err != nil {
+			finish(p, result{err: fmt.Errorf("%w: lease held, and staging the batch failed: %w", ErrUnavailable, err)})
+			continue
+		}
+		p.staged = s
+		left = append(left, p)
+	}
+	interval := pollMin
+	version := p0.Version
+	for len(left) > 0 {
+		if err := l.cfg.Sleep(ctx, interval); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+			break
+		}
+		interval = min(interval*3/2, pollMax)
+		now := l.cfg.Now()
+		cur, err := l.cfg.Meta.Partition(ctx, l.cfg.Key)
+		if err == nil && cur.Deleted {
+			for _, p := range left {
+				l.removeStaged([]string{p.staged.name})
+				finish(p, result{err: fmt.Errorf("%w: %v", ErrDeleted, l.cfg.Key)})
+			}
+			return
+		}
+		if err == nil {
+			if cur.Version != version {
+				version, interval = cur.Version, pollMin
+			}
+			err = l.win.refresh(l.cfg.FS, l.cfg.Dir, &cur, now, l.cfg.IdempotencyWindow)
+		}
+		if err == nil {
+			rest := left[:0:0]
+			for _, p := range left {
+				if r, ok := l.decided(p, &cur); ok {
+					l.removeStaged([]string{p.staged.name})
+					finish(p, r)
+				} else {
+					rest = append(rest, p)
+				}
+			}
+			left = rest
+			if len(left) > 0 && (cur.Owner == "" || cur.LeaseUntil <= now.UnixMilli()) {
+				apps, err := l.write(ctx, left)
+				if !errors.Is(err, errBusy) {
+					for i, p := range left {
+						switch {
+						case p.res != nil:
+							finish(p, *p.res)
+						case err != nil:
+							finish(p, result{err: err})
+						default:
+							finish(p, result{app: apps[i]})
+						}
+					}
+					return
+				}
+			}
+		}
+		rest := left[:0:0]
+		for _, p := range left {
+			if !now.Before(p.deadline) {
+				l.removeStaged([]string{p.staged.name})
+				finish(p, result{err: fmt.Errorf("%w: partition busy: the batch waited %v for its turn; its outcome is unknown", ErrUnavailable, l.cfg.BusyWait)})
+			} else {
+				rest = append(rest, p)
+			}
+		}
+		left = rest
+	}
+}
+
+// decided reports a waiting batch's answer if the committed state cur (with
+// the window refreshed to it) decides it: its key was committed (by the
+// holder that took it, or by an earlier attempt with the key), or it is
+// conditional and the high watermark has passed where it expected to land.
+func (l *Log) decided(p *pending, cur *meta.Partition) (result, bool) {
+	if p.key != "" {
+		if e, ok := l.win.lookup(p.key); ok {
+			return replay(e, p), true
+		}
+	}
+	if p.expected >= 0 && cur.NextOffset != p.expected && (p.staged == nil || cur.NextOffset > p.expected) {
+		return result{err: &MismatchError{Expected: p.expected, HighWatermark: cur.NextOffset}}, true
+	}
+	return result{}, false
+}
+
+// collectStaged reads the write buffer for a round: the staged batches to
+// append after ours (oldest first, while the round stays under
+// MaxFlushBytes), and the files to remove after the commit: those whose key
+// the window has (committed already) and those too old for any waiter to be
+// waiting (their waiter answered ErrUnavailable). seen holds the keys the
+// round writes; next and total advance with each batch taken.
+func (l *Log) collectStaged(now time.Time, seen map[string]bool, next *int64, total *int) (take []*staged, remove []string) {
+	names, err := l.listStaged()
+	if err != nil {
+		l.cfg.Logger.Warn("list write buffer", "topic", l.cfg.Key.Topic, "partition", l.cfg.Key.Partition, "err", err)
+		return nil, nil
+	}
+	tooOld := now.Add(-2 * l.cfg.BusyWait).UnixMilli()
+	for _, name := range names {
+		created, _ := parseStageName(name)
+		if created < tooOld {
+			remove = append(remove, name)
+			continue
+		}
+		if *total >= l.cfg.MaxFlushBytes {
+			break
+		}
+		s, err := l.readStaged(name)
+		if err != nil {
+			// Torn (its writer may still be writing it), gone (taken
+			// and removed), or unreadable: not ours to decide.
+			continue
+		}
+		if seen[s.key] {
+			continue
+		}
+		if _, ok := l.win.lookup(s.key); ok {
+			remove = append(remove, name)
+			continue
+		}
+		if s.expected >= 0 && s.expected != *next {
+			continue // its waiter sees the high watermark pass it
+		}
+		if *total+s.size > l.cfg.MaxFlushBytes && len(take) > 0 {
+			break
+		}
+		seen[s.key] = true
+		take = append(take, s)
+		*next += int64(len(s.recs))
+		*total += s.size
+	}
+	return take, remove
+}
+
+// othersWaiting reports, for a Log that keeps its lease between batches,
+// whether to release it at this commit: when no batch of ours is queued
+// and other writers have staged batches (they would otherwise wait for the
+// lease to expire).
+func (l *Log) othersWaiting() bool {
+	l.qmu.Lock()
+	queued := len(l.queue) > 0
+	l.qmu.Unlock()
+	if queued {
+		return false
+	}
+	names, err := l.listStaged()
+	return err == nil && len(names) > 0
+}
+
+// Committed reports whether b's key was committed: its answer (the earlier
+// commit's offsets, Replayed) if it was with the same contents, ErrKeyReused
+// if with others. It reads the committed state, and writes nothing.
+func (l *Log) Committed(ctx context.Context, b Batch) (Appended, bool, error) {
+	if b.Key == "" {
+		return Appended{}, false, nil
+	}
+	cur, err := l.cfg.Meta.Partition(ctx, l.cfg.Key)
+	if err != nil {
+		return Appended{}, false, fmt.Errorf("%w: read state: %w", ErrUnavailable, err)
+	}
+	if err := l.win.refresh(l.cfg.FS, l.cfg.Dir, &cur, l.cfg.Now(), l.cfg.IdempotencyWindow); err != nil {
+		return Appended{}, false, fmt.Errorf("%w: read batch keys: %w", ErrUnavailable, err)
+	}
+	e, ok := l.win.lookup("k:" + b.Key)
+	if !ok {
+		return Appended{}, false, nil
+	}
+	r := replay(e, &pending{key: "k:" + b.Key, hash: b.Hash, recs: b.Records})
+	return r.app, true, r.err
 }

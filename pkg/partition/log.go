@@ -81,6 +81,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -149,7 +150,25 @@ type Config struct {
 	// into (or read from) an incarnation nobody reads. An error is
 	// returned as is, and nothing is written.
 	Verify func(context.Context) error
+
+	// IdempotencyWindow is how long committed batch keys are remembered at
+	// least. Default DefaultIdempotencyWindow.
+	IdempotencyWindow time.Duration
+	// BusyWait bounds how long an append waits for a lease another writer
+	// holds (its batch staged in the write buffer) before it answers
+	// ErrUnavailable. The caller's context deadline, if earlier, wins.
+	// Default DefaultBusyWait.
+	BusyWait time.Duration
+	// Sleep waits d or until ctx is done (the simulation's virtual time).
+	// Default a timer.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Rand returns random numbers for batch origins (the simulation's
+	// seeded source). Default math/rand/v2.
+	Rand func() uint64
 }
+
+// DefaultBusyWait is how long an append waits for a busy partition.
+const DefaultBusyWait = 10 * time.Second
 
 func (c *Config) applyDefaults() {
 	if c.LeaseTTL <= 0 {
@@ -169,6 +188,29 @@ func (c *Config) applyDefaults() {
 	}
 	if c.MaxFlushBytes <= 0 {
 		c.MaxFlushBytes = 8 << 20
+	}
+	if c.IdempotencyWindow <= 0 {
+		c.IdempotencyWindow = DefaultIdempotencyWindow
+	}
+	if c.BusyWait <= 0 {
+		c.BusyWait = DefaultBusyWait
+	}
+	if c.Sleep == nil {
+		c.Sleep = sleep
+	}
+	if c.Rand == nil {
+		c.Rand = rand.Uint64
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -229,9 +271,16 @@ type Log struct {
 	// Writer state, under wmu (the flush leader, or Close).
 	wmu     sync.Mutex
 	w       *segment.Writer // nil: the next write rolls a new file
+	bw      *batchWriter    // the batch file of w's segment
 	holding bool            // we hold the lease (acquired, not released)
 	lease   meta.Partition  // the state we may release with, when holding (see the package doc)
 	sealed  bool            // the state being written seals a segment (OnRoll after its commit)
+	win     *window         // committed batch keys (window.go)
+	// winStale: the lease was acquired since the window was last read
+	// (while we hold it, our own commits are all there is).
+	winStale   bool
+	lastSealed *segment.ID     // the segment sealed (or dropped empty) by this acquire
+	inUse      map[string]bool // keys of batches being appended here, under qmu
 
 	committed atomic.Pointer[view] // last view published: wakes waiters only
 
@@ -248,9 +297,16 @@ type Log struct {
 }
 
 type pending struct {
-	recs []Record
-	size int
-	done chan result
+	recs     []Record
+	size     int
+	key      string // "" for an unkeyed batch (until it is staged)
+	hash     [16]byte
+	expected int64   // -1: unconditional
+	origin   uint64  // this attempt, in batch-file entries
+	staged   *staged // our staged copy, once staged
+	res      *result // decided without a write (replay, mismatch)
+	deadline time.Time
+	done     chan result
 }
 
 type result struct {
@@ -262,7 +318,7 @@ type result struct {
 // the first Append does.
 func Open(ctx context.Context, cfg Config) (*Log, error) {
 	cfg.applyDefaults()
-	l := &Log{cfg: cfg, notify: make(chan struct{})}
+	l := &Log{cfg: cfg, notify: make(chan struct{}), win: newWindow(), inUse: map[string]bool{}}
 	p, err := cfg.Meta.Partition(ctx, cfg.Key)
 	if err != nil {
 		return nil, fmt.Errorf("partition %v: read state: %w", cfg.Key, err)
@@ -282,29 +338,7 @@ func (l *Log) publish(p *meta.Partition) {
 // Append writes recs as one contiguous batch and returns where it landed,
 // once it is durable and committed.
 func (l *Log) Append(ctx context.Context, recs []Record) (Appended, error) {
-	if len(recs) == 0 {
-		return Appended{}, fmt.Errorf("partition: empty batch")
-	}
-	p := &pending{recs: recs, done: make(chan result, 1)}
-	for i := range recs {
-		p.size += segment.RecordHeaderSize + len(recs[i].Key) + len(recs[i].Value)
-	}
-	l.qmu.Lock()
-	if l.closed {
-		l.qmu.Unlock()
-		return Appended{}, ErrClosed
-	}
-	l.queue = append(l.queue, p)
-	lead := !l.flushing
-	l.flushing = true
-	l.qmu.Unlock()
-	if lead {
-		l.lead(ctx)
-	}
-	// The batch may already be on disk: wait for its outcome whatever ctx
-	// says, so a caller never gets an error for an acknowledged batch.
-	r := <-p.done
-	return r.app, r.err
+	return l.AppendBatch(ctx, Batch{Records: recs, Expected: -1})
 }
 
 // lead flushes the queue until it is empty.
@@ -332,16 +366,29 @@ func (l *Log) flush(ctx context.Context, batch []*pending) {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	apps, err := l.write(ctx, batch)
+	if errors.Is(err, errBusy) {
+		l.waitTurn(ctx, batch)
+		return
+	}
 	for i, p := range batch {
-		if err != nil {
+		switch {
+		case p.res != nil:
+			p.done <- *p.res
+		case err != nil:
 			p.done <- result{err: err}
-		} else {
+		default:
 			p.done <- result{app: apps[i]}
 		}
 	}
 }
 
-// write runs one round of the protocol for the grouped batches.
+// write runs one round of the protocol for the grouped batches: under the
+// lease, it answers the batches whose key the window has (replays) and the
+// conditional ones that cannot land where they expect, takes staged batches
+// of other writers from the write buffer, and writes the rest with one
+// write, one fsync and one commit. It returns where each batch of batch
+// landed (or sets its res), or an error for all that are left; errBusy (in
+// the chain) when another writer holds the lease.
 func (l *Log) write(ctx context.Context, batch []*pending) ([]Appended, error) {
 	l.sealed = false
 	start := time.Now()
@@ -350,14 +397,53 @@ func (l *Log) write(ctx context.Context, batch []*pending) ([]Appended, error) {
 		return nil, err
 	}
 	now := l.cfg.Now()
+	if l.winStale {
+		if err := l.win.refresh(l.cfg.FS, l.cfg.Dir, &l.lease, now, l.cfg.IdempotencyWindow); err != nil {
+			l.dropWriter(ctx)
+			return nil, fmt.Errorf("%w: read batch keys: %w", ErrUnavailable, err)
+		}
+		l.winStale = false
+	}
 	st := l.lease // copy; committed only if the commit succeeds
 	st.Sealed = append([]meta.SegmentInfo(nil), st.Sealed...)
 	ts := max(now.UnixMilli(), st.LastTS)
 
+	// Decide which batches are written: ours, then staged ones.
+	next := st.NextOffset
+	seen := map[string]bool{}
+	var own []*pending
 	total := 0
 	for _, p := range batch {
+		if p.key != "" {
+			if e, ok := l.win.lookup(p.key); ok {
+				r := replay(e, p)
+				p.res = &r
+				continue
+			}
+			seen[p.key] = true
+		}
+		if p.expected >= 0 && p.expected != next {
+			p.res = &result{err: &MismatchError{Expected: p.expected, HighWatermark: next}}
+			continue
+		}
+		own = append(own, p)
+		next += int64(len(p.recs))
 		total += p.size
 	}
+	others, remove := l.collectStaged(now, seen, &next, &total)
+	for _, p := range batch {
+		if p.staged != nil {
+			remove = append(remove, p.staged.name)
+		}
+	}
+	if len(own) == 0 && len(others) == 0 {
+		if !l.cfg.HoldLease {
+			l.releaseLease(ctx)
+		}
+		l.removeStaged(remove)
+		return nil, nil
+	}
+
 	// No writer: the first segment, or the active one was sealed when the
 	// lease was acquired (a takeover, or damage). The new file goes into st
 	// only: until a commit names it, a release commits l.lease, which does
@@ -372,22 +458,53 @@ func (l *Log) write(ctx context.Context, batch []*pending) ([]Appended, error) {
 		return nil, err
 	}
 
-	recs := make([]segment.Record, 0, len(batch[0].recs)*len(batch))
+	nrec := 0
+	for _, p := range own {
+		nrec += len(p.recs)
+	}
+	for _, s := range others {
+		nrec += len(s.recs)
+	}
+	recs := make([]segment.Record, 0, nrec)
 	apps := make([]Appended, len(batch))
-	next := st.NextOffset
-	for i, p := range batch {
-		apps[i] = Appended{BaseOffset: next, Timestamp: ts}
-		for _, r := range p.recs {
+	var ents []batchEntry
+	var entBytes []byte
+	next = st.NextOffset
+	add := func(rs []Record, key string, hash [16]byte, origin uint64) int64 {
+		base := next
+		for _, r := range rs {
 			recs = append(recs, segment.Record{Offset: next, Timestamp: ts, Key: r.Key, Value: r.Value})
 			next++
 		}
+		if key != "" {
+			e := batchEntry{Base: base, Count: len(rs), TS: ts, Hash: hash, Origin: origin, Key: key}
+			ents = append(ents, e)
+			entBytes = appendBatchEntry(entBytes, e)
+		}
+		return base
+	}
+	for i, p := range batch {
+		if p.res == nil {
+			apps[i] = Appended{BaseOffset: add(p.recs, p.key, p.hash, p.origin), Timestamp: ts}
+		}
+	}
+	for _, s := range others {
+		add(s.recs, s.key, s.hash, s.origin)
 	}
 	err = trace.Capture(ctx, trace.SpanAppendFsync, func(context.Context) error {
+		if err := l.bw.write(entBytes); err != nil {
+			return fmt.Errorf("%w: append batch keys: %w", ErrUnavailable, err)
+		}
 		if err := l.w.Append(recs); err != nil {
 			return fmt.Errorf("%w: append: %w", ErrUnavailable, err)
 		}
 		if err := l.w.Sync(); err != nil {
 			return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		if len(entBytes) > 0 {
+			if err := l.bw.f.Sync(); err != nil {
+				return fmt.Errorf("%w: sync batch keys: %w", ErrUnavailable, err)
+			}
 		}
 		return nil
 	})
@@ -404,7 +521,7 @@ func (l *Log) write(ctx context.Context, batch []*pending) ([]Appended, error) {
 	st.Active = &act
 	st.NextOffset = next
 	st.LastTS = ts
-	release := !l.cfg.HoldLease
+	release := !l.cfg.HoldLease || l.othersWaiting()
 	err = trace.Capture(ctx, trace.SpanCommit, func(ctx context.Context) error {
 		return l.cfg.Meta.Commit(ctx, st, release, l.cfg.Now(), l.cfg.LeaseTTL)
 	})
@@ -422,6 +539,7 @@ func (l *Log) write(ctx context.Context, batch []*pending) ([]Appended, error) {
 		return nil, fmt.Errorf("%w: commit: %w", ErrUnavailable, err)
 	}
 	st.Version++ // the commit moved the item's version on
+	l.win.add(ents)
 	if release {
 		st.Owner = ""
 		l.closeWriter(false)
@@ -429,12 +547,25 @@ func (l *Log) write(ctx context.Context, batch []*pending) ([]Appended, error) {
 	}
 	l.lease = st
 	l.publish(&st)
+	for _, s := range others {
+		remove = append(remove, s.name)
+	}
+	l.removeStaged(remove)
 	if l.sealed && l.cfg.OnRoll != nil {
 		l.cfg.OnRoll(l.cfg.Key)
 	}
 	l.sealed = false
 	l.cfg.Metrics.ObserveFlush(time.Since(start), len(recs), total)
 	return apps, nil
+}
+
+// replay is the answer to a batch whose key the window has: the committed
+// batch's offsets, or ErrKeyReused if its contents differ.
+func replay(e batchEntry, p *pending) result {
+	if e.Hash != p.hash || e.Count != len(p.recs) {
+		return result{err: fmt.Errorf("%w: key %q", ErrKeyReused, p.key)}
+	}
+	return result{app: Appended{BaseOffset: e.Base, Timestamp: e.TS, Replayed: e.Origin != p.origin}}
 }
 
 // ensureWriter acquires the lease unless this Log holds it with a writer,
@@ -464,7 +595,7 @@ func (l *Log) ensureWriter(ctx context.Context) error {
 		switch {
 		case errors.Is(err, meta.ErrLeaseHeld):
 			l.cfg.Metrics.Conflict()
-			return fmt.Errorf("%w: lease of %v held by another writer: %w", ErrUnavailable, l.cfg.Key, err)
+			return fmt.Errorf("%w: %w: %v: %w", ErrUnavailable, errBusy, l.cfg.Key, err)
 		case errors.Is(err, meta.ErrNotFound):
 			return fmt.Errorf("%w: %v: %w", ErrDeleted, l.cfg.Key, err)
 		}
@@ -473,7 +604,8 @@ func (l *Log) ensureWriter(ctx context.Context) error {
 	st := a.Partition
 	st.Sealed = append([]meta.SegmentInfo(nil), st.Sealed...)
 	trimSealed(&st)
-	l.holding, l.lease = true, st
+	l.holding, l.lease, l.lastSealed = true, st, nil
+	l.winStale = true
 	if fresh(&st) && l.cfg.Verify != nil {
 		if err := l.cfg.Verify(ctx); err != nil {
 			l.releaseLease(ctx)
@@ -509,6 +641,7 @@ func (l *Log) ensureWriter(ctx context.Context) error {
 // seal moves st's active segment, at its committed length, to the sealed
 // list (dropping it if it holds no records); the next write rolls.
 func (l *Log) seal(st *meta.Partition) {
+	l.lastSealed = &segment.ID{Base: st.Active.Base, Epoch: st.Active.Epoch}
 	if st.Active.NextOffset > st.Active.Base {
 		st.Sealed = append(st.Sealed, *st.Active)
 		l.sealed = true
@@ -532,16 +665,34 @@ func (l *Log) continueActive(st *meta.Partition) (*segment.Writer, error) {
 	if rs.NextOffset != act.NextOffset || rs.NextOffset != st.NextOffset {
 		return nil, fmt.Errorf("%w: %s ends at offset %d, committed %d", ErrCorrupt, id, rs.NextOffset, st.NextOffset)
 	}
+	bw, err := openBatchFile(l.cfg.FS, l.cfg.Dir, id, act.NextOffset)
+	if err != nil {
+		if errors.Is(err, errBatchHeader) {
+			return nil, fmt.Errorf("%w: batch file of %s: %w", ErrCorrupt, id, err)
+		}
+		return nil, fmt.Errorf("%w: batch file of %s: %w", ErrUnavailable, id, err)
+	}
 	w, err := segment.Open(l.cfg.Dir, id, rs, opts)
 	if err != nil {
+		bw.close()
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
+	l.bw = bw
 	return w, nil
 }
 
 // roll seals the active segment in st (if it has records) and creates a new
 // one at st.NextOffset under st.Epoch.
 func (l *Log) roll(st *meta.Partition, now time.Time) error {
+	// The new segment's batch file links to the segment before it: the
+	// active one (sealed now, or when the lease was acquired), else the
+	// last sealed one.
+	prev := l.lastSealed
+	if a := st.Active; a != nil {
+		prev = &segment.ID{Base: a.Base, Epoch: a.Epoch}
+	} else if n := len(st.Sealed); prev == nil && n > 0 {
+		prev = &segment.ID{Base: st.Sealed[n-1].Base, Epoch: st.Sealed[n-1].Epoch}
+	}
 	if l.w != nil {
 		// Seal: make the indexes durable too; the segment is immutable now.
 		if err := l.w.Close(); err != nil {
@@ -560,6 +711,17 @@ func (l *Log) roll(st *meta.Partition, now time.Time) error {
 	}
 	trimSealed(st)
 	id := segment.ID{Base: st.NextOffset, Epoch: st.Epoch}
+	// The batch file first: segment.Create's directory sync makes both
+	// names durable before any commit names the segment.
+	bw, err := createBatchFile(l.cfg.FS, l.cfg.Dir, id, prev)
+	if errors.Is(err, os.ErrExist) {
+		l.cfg.Logger.Error("segment batch file already exists: the metadata is behind the data dir; refusing to write",
+			"topic", l.cfg.Key.Topic, "partition", l.cfg.Key.Partition, "segment", id.String())
+		return fmt.Errorf("%w: %w: segment %s already exists: the metadata is behind the data dir", ErrUnavailable, ErrCorrupt, id)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: roll: %w", ErrUnavailable, err)
+	}
 	w, err := segment.Create(l.cfg.Dir, id, segment.Options{IndexIntervalBytes: l.cfg.IndexIntervalBytes, FS: l.cfg.FS})
 	if errors.Is(err, os.ErrExist) {
 		// Every Acquire bumps the epoch and every roll of one epoch has a
@@ -571,9 +733,10 @@ func (l *Log) roll(st *meta.Partition, now time.Time) error {
 		return fmt.Errorf("%w: %w: segment %s already exists: the metadata is behind the data dir", ErrUnavailable, ErrCorrupt, id)
 	}
 	if err != nil {
+		bw.close()
 		return fmt.Errorf("%w: roll: %w", ErrUnavailable, err)
 	}
-	l.w = w
+	l.w, l.bw = w, bw
 	st.Active = &meta.SegmentInfo{
 		Base: id.Base, Epoch: id.Epoch, Size: w.Size(), NextOffset: id.Base,
 		FirstTS: -1, LastTS: -1, CreatedMs: now.UnixMilli(),
@@ -615,6 +778,8 @@ func (l *Log) maybeRoll(st *meta.Partition, now time.Time, batchBytes int64) err
 }
 
 func (l *Log) closeWriter(sync bool) {
+	l.bw.close()
+	l.bw = nil
 	if l.w == nil {
 		return
 	}

@@ -1,0 +1,261 @@
+package partition
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/tierlog/tierlog/pkg/segment"
+)
+
+// The write buffer (DESIGN.md 4a): a writer that finds the lease held
+// stages its batch as a file in the partition's wbuf directory, and the
+// lease holder appends the staged batches it finds with its own, under one
+// fsync and one commit.
+//
+// A staged file is written whole, fsynced and closed before its writer
+// waits, so a leader that opens it after (close-to-open) reads all of it; a
+// leader that finds it torn or unreadable skips it. Only a commit decides
+// whether a staged batch was appended: the commit's batch-file entry names
+// its key, and every leader checks the window before taking a staged batch,
+// so a batch is never taken twice, whoever read it before (a leader paused
+// after reading it is a zombie: its commit is fenced). The waiter learns its
+// offsets from that entry, never from the file's fate: NFS may show a
+// removed file for a while, or hide a new one (stale listings and cached
+// negative lookups), so the directory is only ever a hint.
+//
+// Name: <created ms, 16 hex>-<origin, 16 hex>.stg, so a listing sorts by age.
+// Contents:
+//
+//	0  magic "TLS1"
+//	4  u32 length of what follows the CRC
+//	8  u32 CRC-32C of what follows
+//	12 i64 created (ms)
+//	20 i64 expected offset, -1 for none
+//	28 [16] content hash
+//	44 u64 origin
+//	52 u16 key length, key
+//	   u32 record count, then per record:
+//	   i32 key length (-1: no key), key, i32 value length (-1: tombstone), value
+const (
+	stageDir   = "wbuf"
+	stageExt   = ".stg"
+	stageFixed = 58
+)
+
+var stageMagic = [4]byte{'T', 'L', 'S', '1'}
+
+// staged is one staged batch.
+type staged struct {
+	name     string
+	created  int64
+	expected int64
+	hash     [16]byte
+	origin   uint64
+	key      string
+	recs     []Record
+	size     int // bytes it adds to a segment
+}
+
+func stageName(created int64, origin uint64) string {
+	return fmt.Sprintf("%016x-%016x%s", uint64(created), origin, stageExt)
+}
+
+// parseStageName returns the creation time a staged file's name carries.
+func parseStageName(name string) (created int64, ok bool) {
+	base, found := strings.CutSuffix(name, stageExt)
+	if !found || len(base) != 33 || base[16] != '-' {
+		return 0, false
+	}
+	c, err := strconv.ParseUint(base[:16], 16, 64)
+	if err != nil {
+		return 0, false
+	}
+	if _, err := strconv.ParseUint(base[17:], 16, 64); err != nil {
+		return 0, false
+	}
+	return int64(c), true
+}
+
+func encodeStaged(s *staged) []byte {
+	n := stageFixed - 12 + len(s.key) + 4
+	for _, r := range s.recs {
+		n += 8 + len(r.Key) + len(r.Value)
+	}
+	b := make([]byte, 0, 12+n)
+	b = append(b, stageMagic[:]...)
+	b = binary.LittleEndian.AppendUint32(b, uint32(n))
+	b = append(b, 0, 0, 0, 0)
+	b = binary.LittleEndian.AppendUint64(b, uint64(s.created))
+	b = binary.LittleEndian.AppendUint64(b, uint64(s.expected))
+	b = append(b, s.hash[:]...)
+	b = binary.LittleEndian.AppendUint64(b, s.origin)
+	b = binary.LittleEndian.AppendUint16(b, uint16(len(s.key)))
+	b = append(b, s.key...)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(s.recs)))
+	for _, r := range s.recs {
+		b = appendBytes(b, r.Key)
+		b = appendBytes(b, r.Value)
+	}
+	binary.LittleEndian.PutUint32(b[8:], crc32.Checksum(b[12:], castagnoli))
+	return b
+}
+
+func appendBytes(b, v []byte) []byte {
+	if v == nil {
+		return binary.LittleEndian.AppendUint32(b, ^uint32(0))
+	}
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(v)))
+	return append(b, v...)
+}
+
+var errStaged = errors.New("partition: staged batch torn or damaged")
+
+func decodeStaged(b []byte) (*staged, error) {
+	if len(b) < stageFixed || [4]byte(b[:4]) != stageMagic {
+		return nil, errStaged
+	}
+	n := int(binary.LittleEndian.Uint32(b[4:]))
+	if 12+n != len(b) || binary.LittleEndian.Uint32(b[8:]) != crc32.Checksum(b[12:], castagnoli) {
+		return nil, errStaged
+	}
+	s := &staged{
+		created:  int64(binary.LittleEndian.Uint64(b[12:])),
+		expected: int64(binary.LittleEndian.Uint64(b[20:])),
+		origin:   binary.LittleEndian.Uint64(b[44:]),
+	}
+	copy(s.hash[:], b[28:44])
+	kl := int(binary.LittleEndian.Uint16(b[52:]))
+	p := b[54:]
+	if kl > len(p) {
+		return nil, errStaged
+	}
+	s.key, p = string(p[:kl]), p[kl:]
+	if len(p) < 4 {
+		return nil, errStaged
+	}
+	nrec := int(binary.LittleEndian.Uint32(p))
+	p = p[4:]
+	if nrec == 0 || nrec > len(p)/8 {
+		return nil, errStaged
+	}
+	s.recs = make([]Record, nrec)
+	for i := range s.recs {
+		var ok bool
+		if s.recs[i].Key, p, ok = cutBytes(p); !ok {
+			return nil, errStaged
+		}
+		if s.recs[i].Value, p, ok = cutBytes(p); !ok {
+			return nil, errStaged
+		}
+		s.size += recordSize(s.recs[i])
+	}
+	if len(p) != 0 {
+		return nil, errStaged
+	}
+	return s, nil
+}
+
+func cutBytes(p []byte) (v, rest []byte, ok bool) {
+	if len(p) < 4 {
+		return nil, nil, false
+	}
+	n := binary.LittleEndian.Uint32(p)
+	p = p[4:]
+	if n == ^uint32(0) {
+		return nil, p, true
+	}
+	if int64(n) > int64(len(p)) {
+		return nil, nil, false
+	}
+	return p[:n:n], p[n:], true
+}
+
+// writeStaged stages s in dir's write buffer: written, fsynced, closed.
+func (l *Log) writeStaged(s *staged) error {
+	d := filepath.Join(l.cfg.Dir, stageDir)
+	if err := l.cfg.FS.MkdirAll(d, 0o755); err != nil {
+		return err
+	}
+	s.name = stageName(s.created, s.origin)
+	f, err := l.cfg.FS.OpenFile(filepath.Join(d, s.name), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteAt(encodeStaged(s), 0)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		l.cfg.FS.Remove(filepath.Join(d, s.name))
+	}
+	return err
+}
+
+// listStaged lists the write buffer, oldest first. A missing directory is
+// an empty buffer.
+func (l *Log) listStaged() ([]string, error) {
+	ents, err := l.cfg.FS.ReadDir(filepath.Join(l.cfg.Dir, stageDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(ents))
+	for _, e := range ents {
+		if _, ok := parseStageName(e.Name()); ok {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
+}
+
+// readStaged reads one staged file.
+func (l *Log) readStaged(name string) (*staged, error) {
+	f, err := l.cfg.FS.OpenFile(filepath.Join(l.cfg.Dir, stageDir, name), os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() > int64(l.cfg.MaxFlushBytes)+(64<<10) {
+		return nil, errStaged
+	}
+	b := make([]byte, fi.Size())
+	if _, err := f.ReadAt(b, 0); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	s, err := decodeStaged(b)
+	if err != nil {
+		return nil, err
+	}
+	s.name = name
+	return s, nil
+}
+
+// removeStaged removes staged files (best effort: a file left behind is
+// skipped by the next leader, whose window has its key, and removed then
+// or once it is too old).
+func (l *Log) removeStaged(names []string) {
+	for _, n := range names {
+		l.cfg.FS.Remove(filepath.Join(l.cfg.Dir, stageDir, n))
+	}
+}
+
+func recordSize(r Record) int {
+	return segment.RecordHeaderSize + len(r.Key) + len(r.Value)
+}
