@@ -193,6 +193,9 @@ func (b *Broker) ProduceWith(ctx context.Context, topicName string, recs []Produ
 		}()
 	}
 	wg.Wait()
+	if err := out[0].Err; len(order) == 1 && errors.Is(err, ErrIdempotencyKeyReused) {
+		return ProduceReply{}, err // nothing was appended
+	}
 	reply := ProduceReply{Results: out, Replayed: o.IdempotencyKey != ""}
 	for _, r := range replayed {
 		reply.Replayed = reply.Replayed && r
