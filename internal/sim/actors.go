@@ -122,8 +122,8 @@ func (w *World) partCfg(a *Actor, cli *Client, pm *part, owner string, hold bool
 		LeaseTTL: w.cfg.LeaseTTL, HoldLease: hold, SegmentBytes: w.segB,
 		IndexIntervalBytes: w.idxB, FS: cli, Now: a.Now,
 		Logger: slog.New(slog.DiscardHandler),
+		Sleep:  w.sleeper(a), Rand: w.rand64, BusyWait: w.busyWait,
 	}
-	w.setHooks(&cfg, a)
 	return cfg
 }
 

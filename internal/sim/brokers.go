@@ -28,8 +28,8 @@ func (w *World) newBroker(a *Actor, release bool) *broker.Broker {
 			Owner: fmt.Sprintf("%s.%d", a.Name, a.incarnation), LeaseTTL: w.cfg.LeaseTTL,
 			ReleaseEachBatch: release, IndexIntervalBytes: w.idxB, Cache: tier.NewCache(1 << 20),
 			Now: a.Now, Logger: slog.New(slog.DiscardHandler),
+			Sleep: w.sleeper(a), Rand: w.rand64, BusyWait: w.busyWait,
 		}
-		w.setHooks(&cfg, a)
 		b, err := broker.New(bg, cfg)
 		if err == nil {
 			return b

@@ -48,6 +48,9 @@ type MetaNet struct {
 	// delayNext: the actor's next write whose description starts with
 	// this is delayed until Deliver (scenarios).
 	delayNext map[*Actor]string
+	// loseNext: the actor's next write whose description starts with it
+	// is applied and its answer lost (scenarios).
+	loseNext map[*Actor]string
 
 	// applied commit versions, for I4: (key, epoch, version) -> step
 	applied   map[commitKey]int
@@ -71,7 +74,7 @@ type commitKey struct {
 }
 
 func newMetaNet(w *World, inner meta.Store, f MetaFaults) *MetaNet {
-	return &MetaNet{w: w, inner: inner, faults: f, applied: map[commitKey]int{}, dupNext: map[*Actor]bool{}, delayNext: map[*Actor]string{},
+	return &MetaNet{w: w, inner: inner, faults: f, applied: map[commitKey]int{}, dupNext: map[*Actor]bool{}, delayNext: map[*Actor]string{}, loseNext: map[*Actor]string{},
 		lastCommit: map[*Actor]stepOf{}, lastRead: map[*Actor]stepOf{}}
 }
 
@@ -129,12 +132,21 @@ func (c *MetaClient) write(op, what string, apply func() error) error {
 		delete(c.n.delayNext, c.a)
 		delayed = true
 	}
+	lost := false
+	if p, ok := c.n.loseNext[c.a]; ok && strings.HasPrefix(what, p) {
+		delete(c.n.loseNext, c.a)
+		lost = true
+	}
 	replayable := !(f.NoTopicDeleteReplay && strings.HasPrefix(what, "delete topic")) && !(f.NoLateAcquire && op == opAcquire)
 	switch {
 	case delayed:
 		c.n.queue = append(c.n.queue, inflight{what: what, apply: apply, deadline: c.n.w.s.now + time.Hour})
 		err = fmt.Errorf("%w: sim: timed out (request still in flight)", meta.ErrUnavailable)
 		c.a.note("%s: timed out, in flight (scripted)", what)
+	case lost:
+		aerr := apply()
+		err = fmt.Errorf("%w: sim: answer lost", meta.ErrUnavailable)
+		c.a.note("%s: applied (%v), answer lost (scripted)", what, aerr)
 	case c.fault(f.Refuse):
 		err = fmt.Errorf("%w: sim: refused", meta.ErrUnavailable)
 		c.a.note("%s: refused", what)

@@ -29,6 +29,21 @@ type FSFaults struct {
 	// dropped (marked clean, as Linux does) and the error is reported by
 	// the next fsync (or close) of the file, once.
 	SilentWriteback float64
+	// The write buffer's traps (DESIGN.md 4a). A client trusts its name
+	// cache (positive and negative entries) and its directory listings
+	// for AttrTimeout (0: 1.5 s): a cached listing misses files other
+	// clients created since, and a stat of a name this client looked up
+	// before answers "absent" from its negative entry.
+	AttrTimeout time.Duration
+	// StaleList: a listing read from the server (no fresh cached one)
+	// still misses each file another client created within AttrTimeout,
+	// with this probability (the directory's cached attributes had not
+	// expired, so the client kept its older READDIR pages).
+	StaleList float64
+	// NegativeHit: an open (not a create) of a name whose negative entry
+	// is fresh answers "absent" from the cache with this probability, else
+	// looks it up again. (Stat always trusts a fresh negative entry.)
+	NegativeHit float64
 	// LyingFsync drops the unsynced pages and reports success: a broken
 	// storage no protocol can survive. Only the self-test uses it, to show
 	// the checks catch lost acknowledged data.
@@ -43,6 +58,8 @@ type inode struct {
 	mtime     time.Duration
 	removed   bool
 	removedBy int // client id
+	created   time.Duration
+	creator   int // client id
 }
 
 // Server is the NFS server: the durable contents every client sees after
@@ -62,8 +79,16 @@ func newServer(w *World, f FSFaults) *Server {
 	return &Server{w: w, names: map[string]*inode{}, dirs: map[string]bool{"/": true}, faults: f}
 }
 
-// attrTimeout is how long a client trusts its cached names and listings.
+// attrTimeout is how long a client trusts its cached names and listings
+// by default (FSFaults.AttrTimeout).
 const attrTimeout = 1500 * time.Millisecond
+
+func (c *Client) attrTimeout() time.Duration {
+	if t := c.srv.faults.AttrTimeout; t > 0 {
+		return t
+	}
+	return attrTimeout
+}
 
 type pwrite struct {
 	off  int64
@@ -221,7 +246,7 @@ func pathErr(op, name string, err error) error { return &fs.PathError{Op: op, Pa
 // lookup resolves name: through the client's name cache while it is fresh,
 // else at the server (and caches the answer, negative too).
 func (c *Client) lookup(name string) (*inode, bool) {
-	if d, ok := c.names[name]; ok && c.now()-d.at < attrTimeout {
+	if d, ok := c.names[name]; ok && c.now()-d.at < c.attrTimeout() {
 		return d.ino, true
 	}
 	ino := c.srv.names[name]
@@ -276,7 +301,7 @@ func (c *Client) open(name string, flag int) (*File, error) {
 			c.names[name] = dentry{ino: s.names[name], at: c.now()}
 			return nil, pathErr("open", name, fs.ErrExist)
 		}
-		ino := s.create(name)
+		ino := s.create(name, c.id)
 		c.names[name] = dentry{ino: ino, at: c.now()}
 		delete(c.lists, path.Dir(name))
 		if c.fault(s.faults.CreateLostReply) {
@@ -294,7 +319,7 @@ func (c *Client) open(name string, flag int) (*File, error) {
 		c.names[name] = dentry{ino: ino, at: c.now()}
 		cached = false
 	}
-	if ino == nil && cached && s.names[name] != nil && c.srv.w.s.chance(0.5) {
+	if ino == nil && cached && s.names[name] != nil && !c.fault(s.faults.NegativeHit) {
 		// A negative entry not trusted this time: look up again.
 		ino = s.names[name]
 		c.names[name] = dentry{ino: ino, at: c.now()}
@@ -309,7 +334,7 @@ func (c *Client) open(name string, flag int) (*File, error) {
 			if c.fault(s.faults.NoSpace) {
 				return nil, pathErr("open", name, syscall.ENOSPC)
 			}
-			ino = s.create(name)
+			ino = s.create(name, c.id)
 			delete(c.lists, path.Dir(name))
 		}
 		c.names[name] = dentry{ino: ino, at: c.now()}
@@ -321,9 +346,9 @@ func (c *Client) open(name string, flag int) (*File, error) {
 	return f, nil
 }
 
-func (s *Server) create(name string) *inode {
+func (s *Server) create(name string, client int) *inode {
 	s.nextIno++
-	ino := &inode{ino: s.nextIno, mtime: s.w.s.now}
+	ino := &inode{ino: s.nextIno, mtime: s.w.s.now, created: s.w.s.now, creator: client}
 	s.names[name] = ino
 	return ino
 }
@@ -635,13 +660,31 @@ func (c *Client) ReadDir(name string) ([]os.DirEntry, error) {
 	}
 	s := c.srv
 	l, ok := c.lists[name]
-	if !ok || c.now()-l.at >= attrTimeout {
+	stale := 0
+	if !ok || c.now()-l.at >= c.attrTimeout() {
 		if !s.dirs[name] {
 			c.actor.note("readdir %s: not found", short(name))
 			return nil, pathErr("readdir", name, fs.ErrNotExist)
 		}
 		l = listing{names: s.children(name), at: c.now()}
+		if s.faults.StaleList > 0 {
+			// Files other clients created recently may be missing.
+			kept := l.names[:0:0]
+			for _, n := range l.names {
+				ino := s.names[path.Join(name, n)]
+				if ino != nil && ino.creator != c.id && c.now()-ino.created < c.attrTimeout() && c.fault(s.faults.StaleList) {
+					stale++
+					continue
+				}
+				kept = append(kept, n)
+			}
+			l.names = kept
+		}
 		c.lists[name] = l
+	}
+	if stale > 0 {
+		c.srv.w.res.Faults["stale listing"]++
+		c.actor.note("readdir %s: %d recent entries missing (stale)", short(name), stale)
 	}
 	out := make([]os.DirEntry, 0, len(l.names))
 	for _, n := range l.names {

@@ -234,3 +234,29 @@ func (sc *Script) ChurnUntil(adm *Actor, op, suffix string) {
 // prefix ("delete topic", "commit"...): a timeout for a, the request lands
 // at Deliver.
 func (sc *Script) DelayNext(a *Actor, prefix string) { sc.W.net.delayNext[a] = prefix }
+
+// AppendKeyed has a append a keyed batch (a retry after an unknown outcome
+// resends its key and records; cfg.RetryFor bounds the retries) and runs
+// it to the end.
+func (sc *Script) AppendKeyed(a *Actor, n, pad int) {
+	sc.Until(a, cmd{kind: cmdAppend, n: n, pad: pad, mode: modeKeyed}, opIdle, "")
+}
+
+// AppendKeyedUntil starts a keyed append and runs it until a is about to
+// do op on a name ending with suffix (opSleep: until it waits for its
+// turn; opBackoff: until it backs off before a retry).
+func (sc *Script) AppendKeyedUntil(a *Actor, n, pad int, op, suffix string) {
+	sc.Until(a, cmd{kind: cmdAppend, n: n, pad: pad, mode: modeKeyed}, op, suffix)
+}
+
+// LoseNextAnswer makes a's next metadata write whose description starts
+// with prefix ("commit", "acquire"...) land, and its answer be lost.
+func (sc *Script) LoseNextAnswer(a *Actor, prefix string) { sc.W.net.loseNext[a] = prefix }
+
+// Retries lets clients retry a batch for d of virtual time (scenarios
+// have no retries by default) and has a batch wait at most busy for a
+// busy partition (0: the partition's default).
+func (sc *Script) Retries(d, busy time.Duration) {
+	sc.W.cfg.RetryFor = d
+	sc.W.busyWait = busy
+}

@@ -83,6 +83,7 @@ func DefaultConfig(seed uint64) Config {
 		FS: FSFaults{
 			FsyncFail: 0.02, WriteFail: 0.01, ShortWrite: 0.01, NoSpace: 0.005,
 			CreateFail: 0.03, CreateLostReply: 0.01, StaleHandle: 0.5, RemoveLostReply: 0.05,
+			StaleList: 0.3, NegativeHit: 0.5,
 		},
 		Meta: MetaFaults{
 			Refuse: 0.02, LostAnswer: 0.02, Delay: 0.02, Duplicate: 0.02, ReadFail: 0.01, LongDelay: 0.2,
@@ -106,7 +107,7 @@ func DefaultConfig(seed uint64) Config {
 func (c *Config) Scale(f float64) {
 	for _, p := range []*float64{
 		&c.FS.FsyncFail, &c.FS.WriteFail, &c.FS.ShortWrite, &c.FS.NoSpace, &c.FS.CreateFail,
-		&c.FS.CreateLostReply, &c.FS.RemoveLostReply,
+		&c.FS.CreateLostReply, &c.FS.RemoveLostReply, &c.FS.StaleList,
 		&c.Meta.Refuse, &c.Meta.LostAnswer, &c.Meta.Delay, &c.Meta.Duplicate, &c.Meta.ReadFail,
 		&c.FS.SilentWriteback,
 		&c.Objects.PutFail, &c.Objects.PutLostAnswer, &c.Objects.GetFail,
@@ -768,7 +769,7 @@ func (w *World) decide() {
 	}
 	if a.pausedUntil > 0 {
 		a.pausedUntil = 0
-		if a.inOp {
+		if a.inOp && a.pendOp != opSleep {
 			s.eventf("RESUME %s (before %s %s)", a.Name, a.pendOp, short(a.pendName))
 		}
 	}
