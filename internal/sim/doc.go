@@ -23,12 +23,18 @@
 // ±200 ms).
 //
 // Actors:
-//   - every writer (and broker) is a client that retries a batch that
-//     failed as unavailable (a 503: lease held, metadata unavailable, a
-//     failed fsync...) after a backoff of 20-800 ms of virtual time, for
-//     up to RetryFor (5 s); each attempt has its own values (no idempotent
-//     producer), so contention becomes acknowledged records. Each batch
-//     goes to a random partition;
+//   - every writer (and broker) is a client that sends each batch in one
+//     of four modes (batches.go; Config.Modes, -sim.modes): plain (no
+//     key, at-least-once: a retry after a 503 has its own values, so the
+//     duplicates an unknown outcome allows are other values, checked by
+//     I1-I6 only), keyed (a key unique to the batch and a hash of its
+//     records; every retry, after any error but a definite refusal, and
+//     after a crash of the writer's process, resends the same key and
+//     records), conditional (keyed, with Expected = the high watermark
+//     the client last saw; a mismatch is final) and reuse (the key of an
+//     acknowledged batch with other records: must be refused with
+//     ErrKeyReused). Retries back off 20-800 ms of virtual time, for up
+//     to RetryFor (5 s). Each batch goes to a random partition;
 //   - server writers: HoldLease, keep the lease between batches (the local
 //     server, or aws with ReleaseEachBatch=false);
 //   - Lambda writers: acquire and release per batch; a container is
@@ -57,7 +63,11 @@
 //
 // Both kinds of writers append batches of 1-4 records with unique values
 // ("<actor>/b<batch>/r<i>/xxx"), so every byte a reader gets can be traced
-// to the append that wrote it.
+// to the append that wrote it. A batch that waits for a busy partition
+// (staged in the write buffer) waits through partition.Config.Sleep, a
+// yield point in virtual time (opSleep: a scenario can stop a waiter
+// there); Rand is the seeded source, and BusyWait is chosen per seed
+// (300 ms, 2 s or the default).
 //
 // # File system (nfs.go)
 //
@@ -71,8 +81,13 @@
 //     contents; an open file keeps reading what it saw at open (plus its
 //     own writes), not other clients' later writes;
 //   - a name cache with positive and negative entries and a listing cache,
-//     trusted for 1.5 s of virtual time: a stat or listing may be stale, a
-//     negative lookup may answer "absent" for a file that exists;
+//     trusted for FSFaults.AttrTimeout (1.5 s of virtual time): a cached
+//     listing misses files other clients created since; a listing read
+//     from the server misses each file another client created within the
+//     timeout with rate StaleList (the write buffer's trap, DESIGN.md 4a:
+//     a leader may not see a staged batch); a stat of a name this client
+//     looked up before answers "absent" from its fresh negative entry,
+//     and an open does with rate NegativeHit;
 //   - no O_APPEND: writes are at explicit positions only.
 //
 // Faults (FSFaults, per call, chosen by the seed): fsync (or close) fails
@@ -141,7 +156,24 @@
 //     (checked in the store wrapper);
 //   - I5: follows from I2 and I3: committed bytes never change;
 //   - I6: timestamps non-decreasing; OffsetForTime answers the first offset
-//     at or after the time.
+//     at or after the time;
+//   - I7 at most once, incrementally: after every step the offsets
+//     committed since the last step are read through a fresh Log (durable
+//     state only) and each value's offset is kept: a value at two offsets
+//     is a batch committed twice; a keyed batch's records must be one
+//     contiguous run;
+//   - I8 answered truthfully: a success (Replayed or not) names where its
+//     records are (checked whichever comes first, the answer or the
+//     scan); Replayed on a key's first attempt, or for a plain batch, or
+//     for a key reused with other records is a lie; a batch refused on
+//     its only attempt (MismatchError, ErrKeyReused) must never appear;
+//     ErrKeyReused for a key only ever sent with the same records is a
+//     violation; a MismatchError names the batch's Expected, a high
+//     watermark other than it and not past the committed one; a broker's
+//     per-record offsets are one run;
+//   - conditional appends: a keyed batch with Expected E is answered at E
+//     and, if its records are in the log at all, they start at E (also
+//     when another leader took it from the write buffer).
 //
 // Checks of the audit findings (each also a scenario where it can be
 // scripted):
@@ -199,6 +231,9 @@
 // random run. To add one, write a func(*Script) and add it to the
 // scenarios table; mark it open: "<reason>" while the bug is not fixed
 // (the test logs it, and fails once it passes, so the mark gets removed).
+// Batches in scripts are plain unless the script says AppendKeyed;
+// Retries turns retries on (scripts have none by default) and sets the
+// busy wait; LoseNextAnswer loses the answer of a's next metadata write.
 // Scripts do not depend on the scheduler's random choices, so they keep
 // meaning the same interleaving as the code under test changes.
 //
