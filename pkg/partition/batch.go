@@ -169,16 +169,17 @@ func (l *Log) waitTurn(ctx context.Context, batch []*pending) {
 			}
 			return
 		}
-		if err == nil {
-			if cur.Version != version {
-				version, interval = cur.Version, pollMin
-			}
+		moved := false
+		if err == nil && cur.Version != version {
+			// A commit (or an acquire): read what it added. An item that
+			// has not moved has nothing new for the window.
+			version, interval, moved = cur.Version, pollMin, true
 			err = l.win.refresh(l.cfg.FS, l.cfg.Dir, &cur, now, l.cfg.IdempotencyWindow)
 		}
 		if err == nil {
 			rest := left[:0:0]
 			for _, p := range left {
-				if r, ok := l.decided(p, &cur); ok {
+				if r, ok := l.decided(p, &cur); moved && ok {
 					l.removeStaged([]string{p.staged.name})
 					finish(p, r)
 				} else {
@@ -245,7 +246,13 @@ func (l *Log) collectStaged(now time.Time, seen map[string]bool, next *int64, to
 		return nil, nil
 	}
 	tooOld := now.Add(-2 * l.cfg.BusyWait).UnixMilli()
+	// A round that collects for too long risks its lease: stop after a
+	// quarter of it, and leave the rest to the next round.
+	budget := l.acquiredAt.Add(l.cfg.LeaseTTL / 4)
 	for _, name := range names {
+		if len(take) > 0 && l.cfg.Now().After(budget) {
+			break
+		}
 		created, _ := parseStageName(name)
 		if created < tooOld {
 			remove = append(remove, name)

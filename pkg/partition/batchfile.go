@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -158,23 +157,19 @@ func readBatchFile(fsys segment.FS, path string, pos, limit int64) (prev *segmen
 		return nil, nil, pos, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, nil, pos, err
-	}
 	from := pos
 	if from < batchHeaderSize {
 		from = 0
 	}
-	if fi.Size() <= from {
+	buf, err := readFrom(f, from, 1<<40)
+	if err != nil {
+		return nil, nil, pos, err
+	}
+	if len(buf) == 0 {
 		if from == 0 {
 			return nil, nil, pos, fmt.Errorf("%w: %s is empty", errBatchHeader, filepath.Base(path))
 		}
 		return nil, nil, pos, nil
-	}
-	buf := make([]byte, fi.Size()-from)
-	if _, err := f.ReadAt(buf, from); err != nil && !errors.Is(err, io.EOF) {
-		return nil, nil, pos, err
 	}
 	if from == 0 {
 		if prev, err = decodeBatchHeader(buf); err != nil {

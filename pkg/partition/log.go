@@ -280,6 +280,7 @@ type Log struct {
 	// (while we hold it, our own commits are all there is).
 	winStale   bool
 	lastSealed *segment.ID     // the segment sealed (or dropped empty) by this acquire
+	acquiredAt time.Time       // when the lease was acquired
 	inUse      map[string]bool // keys of batches being appended here, under qmu
 
 	committed atomic.Pointer[view] // last view published: wakes waiters only
@@ -547,9 +548,8 @@ func (l *Log) write(ctx context.Context, batch []*pending) ([]Appended, error) {
 	}
 	l.lease = st
 	l.publish(&st)
-	for _, s := range others {
-		remove = append(remove, s.name)
-	}
+	// The staged files taken are their waiters' to remove, once they
+	// have read their answer: the leader's time is the partition's.
 	l.removeStaged(remove)
 	if l.sealed && l.cfg.OnRoll != nil {
 		l.cfg.OnRoll(l.cfg.Key)
@@ -605,6 +605,7 @@ func (l *Log) ensureWriter(ctx context.Context) error {
 	st.Sealed = append([]meta.SegmentInfo(nil), st.Sealed...)
 	trimSealed(&st)
 	l.holding, l.lease, l.lastSealed = true, st, nil
+	l.acquiredAt = l.cfg.Now()
 	l.winStale = true
 	if fresh(&st) && l.cfg.Verify != nil {
 		if err := l.cfg.Verify(ctx); err != nil {
@@ -753,10 +754,17 @@ func fresh(p *meta.Partition) bool {
 	return p.Active == nil && p.NextOffset == 0 && len(p.Sealed) == 0 && p.LogStartOffset == 0
 }
 
-// trimSealed drops sealed segments wholly below the cold end.
+// trimSealed drops sealed segments wholly below the cold end, but the last
+// one while there is no active segment: the newest segment stays named, as
+// the head of the batch files' chain (window.go). Readers send offsets below
+// the cold end to the cold tier whatever the list says.
 func trimSealed(st *meta.Partition) {
+	keep := 0
+	if st.Active == nil {
+		keep = 1
+	}
 	i := 0
-	for i < len(st.Sealed) && st.Sealed[i].NextOffset <= st.ColdEnd {
+	for i < len(st.Sealed)-keep && st.Sealed[i].NextOffset <= st.ColdEnd {
 		i++
 	}
 	st.Sealed = st.Sealed[i:]

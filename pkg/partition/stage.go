@@ -85,7 +85,7 @@ func parseStageName(name string) (created int64, ok bool) {
 }
 
 func encodeStaged(s *staged) []byte {
-	n := stageFixed - 12 + len(s.key) + 4
+	n := stageFixed - 12 + len(s.key)
 	for _, r := range s.recs {
 		n += 8 + len(r.Key) + len(r.Value)
 	}
@@ -228,15 +228,8 @@ func (l *Log) readStaged(name string) (*staged, error) {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
+	b, err := readFrom(f, 0, int64(l.cfg.MaxFlushBytes)+(64<<10))
 	if err != nil {
-		return nil, err
-	}
-	if fi.Size() > int64(l.cfg.MaxFlushBytes)+(64<<10) {
-		return nil, errStaged
-	}
-	b := make([]byte, fi.Size())
-	if _, err := f.ReadAt(b, 0); err != nil && !errors.Is(err, io.EOF) {
 		return nil, err
 	}
 	s, err := decodeStaged(b)
@@ -253,6 +246,27 @@ func (l *Log) readStaged(name string) (*staged, error) {
 func (l *Log) removeStaged(names []string) {
 	for _, n := range names {
 		l.cfg.FS.Remove(filepath.Join(l.cfg.Dir, stageDir, n))
+	}
+}
+
+// readFrom reads f from off to its end, in as few reads as it can (no
+// stat: a read that comes back short is the end), failing past limit bytes.
+func readFrom(f segment.File, off, limit int64) ([]byte, error) {
+	buf := make([]byte, 4<<10)
+	n := 0
+	for {
+		m, err := f.ReadAt(buf[n:], off+int64(n))
+		n += m
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		if n < len(buf) {
+			return buf[:n], nil
+		}
+		if int64(len(buf)) > limit {
+			return nil, fmt.Errorf("%w: over %d bytes", errStaged, limit)
+		}
+		buf = append(buf, make([]byte, len(buf))...)
 	}
 }
 
