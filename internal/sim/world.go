@@ -225,7 +225,8 @@ type World struct {
 	lastHW    map[string]map[int]int64 // client -> partition -> high watermark it last saw
 	okBatches []*batch                 // acknowledged keyed batches (keys to reuse)
 	pending   map[string]*batch
-	busyWait  time.Duration // partition.Config.BusyWait (0: its default)        // client -> the keyed batch it is sending
+	busyWait  time.Duration // partition.Config.BusyWait (0: its default)
+	stepFrom  time.Duration // the clock before this step's advance        // client -> the keyed batch it is sending
 }
 
 // key is partition p of the current incarnation.
@@ -693,6 +694,7 @@ func (w *World) runSteps() error {
 func (w *World) step() error {
 	s := w.s
 	s.step++
+	w.stepFrom = s.now
 	s.now += s.between(0, 10*time.Millisecond)
 	w.decide()
 	full := w.cfg.FullCheckEvery > 0 && s.step%w.cfg.FullCheckEvery == 0
@@ -702,6 +704,7 @@ func (w *World) step() error {
 func (w *World) decide() {
 	s, c := w.s, w.cfg
 	// Requests past their deadline are lost.
+	queued := len(w.net.queue)
 	for i := 0; i < len(w.net.queue); i++ {
 		if w.net.queue[i].deadline <= s.now {
 			s.eventf("%s", w.net.deliver(i, true))
@@ -766,6 +769,12 @@ func (w *World) decide() {
 		s.now = max(s.now, next)
 		s.eventf("clock to %.3fs (everyone paused)", s.now.Seconds())
 		return
+	}
+	if a.pendOp == opSleep && len(w.net.queue) == queued {
+		// The end of a sleep does no I/O: it takes no time (else many
+		// waiters polling would slow everyone else's operations in
+		// virtual time). The sleeper wakes when its sleep ends.
+		s.now = max(w.stepFrom, a.pausedUntil)
 	}
 	if a.pausedUntil > 0 {
 		a.pausedUntil = 0
