@@ -322,9 +322,10 @@ func keyedRetryHoldLost(sc *Script) {
 // is the partition's business: the script stops the waiters where they
 // wait, and z before its commit). Cannot run on the stub of f5dd1b5,
 // whose writers do not wait ("w1 finished its command without reaching
-// sleep"). Passes on 6074ab8, where, though, no leader includes another
-// writer's staged batch (every staged file fails to decode: encodeStaged
-// declares a length 4 bytes too long), so the waiters lead themselves.
+// sleep"). On 6074ab8 it passed without meaning it (no staged file
+// decoded: no leader took one, the waiters led themselves); since 9be56c0
+// z's fenced write holds both staged batches, x commits them, and w1 and
+// w2 are answered with x's offsets.
 func zombieLeaderStaged(sc *Script) {
 	sc.Retries(20*time.Second, 20*time.Second)
 	h := sc.Writer("h", false)
