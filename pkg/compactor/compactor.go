@@ -62,6 +62,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sort"
 	"time"
 
@@ -99,6 +100,11 @@ type Config struct {
 	// readers were switched to the cold tier (the entry's ColdMs), so
 	// readers that saw it hot finish. Default 30s.
 	Grace time.Duration
+	// IdempotencyWindow is how long produce remembers batch keys: a
+	// segment's batch file (partition's idempotency window) stays that long
+	// after its last write, plus Grace, even once the segment's other hot
+	// files are gone. Default partition.DefaultIdempotencyWindow.
+	IdempotencyWindow time.Duration
 	// IndexIntervalBytes is the sparse index spacing of artifacts.
 	IndexIntervalBytes int
 	Now                func() time.Time
@@ -149,6 +155,9 @@ func New(cfg Config) (*Compactor, error) {
 	}
 	if cfg.Grace <= 0 {
 		cfg.Grace = 30 * time.Second
+	}
+	if cfg.IdempotencyWindow <= 0 {
+		cfg.IdempotencyWindow = partition.DefaultIdempotencyWindow
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -615,6 +624,14 @@ func (c *Compactor) cleanHot(k meta.PartitionKey, dir string, item meta.Partitio
 	seen := map[segment.ID]bool{}
 	removed := 0
 	for _, de := range ents {
+		if bid, ok := partition.ParseBatchFileName(de.Name()); ok {
+			if c.batchFileExpired(dir, de.Name(), bid, now) {
+				if err := c.cfg.FS.Remove(filepath.Join(dir, de.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					return removed, err
+				}
+			}
+			continue
+		}
 		id, _, ok := segment.ParseName(de.Name())
 		if !ok || seen[id] {
 			continue
@@ -634,6 +651,17 @@ func (c *Compactor) cleanHot(k meta.PartitionKey, dir string, item meta.Partitio
 		}
 	}
 	return removed, nil
+}
+
+// batchFileExpired reports whether a segment's batch file may go: its log
+// is gone (the segment was tiered or retained away, or never committed) and
+// its last write is older than the idempotency window and the grace.
+func (c *Compactor) batchFileExpired(dir, name string, id segment.ID, now time.Time) bool {
+	if _, err := c.cfg.FS.Stat(id.Path(dir, segment.KindLog)); !errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	fi, err := c.cfg.FS.Stat(filepath.Join(dir, name))
+	return err == nil && now.Sub(fi.ModTime()) >= c.cfg.IdempotencyWindow+c.cfg.Grace
 }
 
 func (c *Compactor) removable(id segment.ID, item meta.Partition, committed map[segment.ID]meta.SegmentInfo,

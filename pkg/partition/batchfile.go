@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/tierlog/tierlog/pkg/segment"
 )
@@ -261,4 +262,15 @@ func (w *batchWriter) close() {
 		w.f.Close()
 		w.f = nil
 	}
+}
+
+// ParseBatchFileName reports the segment a batch file belongs to, if name
+// is one: <segment>.batches.
+func ParseBatchFileName(name string) (segment.ID, bool) {
+	base, ok := strings.CutSuffix(name, batchesExt)
+	if !ok {
+		return segment.ID{}, false
+	}
+	id, kind, ok := segment.ParseName(base + string(segment.KindLog))
+	return id, ok && kind == segment.KindLog
 }

@@ -1,0 +1,227 @@
+package partition
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tierlog/tierlog/pkg/meta"
+)
+
+// countingStore counts the metadata writes (acquires and commits).
+type countingStore struct {
+	meta.Store
+	writes atomic.Int64
+}
+
+func (s *countingStore) Acquire(ctx context.Context, k meta.PartitionKey, owner string, now time.Time, ttl time.Duration) (meta.Acquired, error) {
+	s.writes.Add(1)
+	return s.Store.Acquire(ctx, k, owner, now, ttl)
+}
+
+func (s *countingStore) Commit(ctx context.Context, p meta.Partition, release bool, now time.Time, ttl time.Duration) error {
+	s.writes.Add(1)
+	return s.Store.Commit(ctx, p, release, now, ttl)
+}
+
+// openWith opens a Log of owner with cfg's hooks applied.
+func (e *env) openWith(owner string, hold bool, edit func(*Config)) *Log {
+	e.t.Helper()
+	cfg := Config{
+		Dir: e.dir, Key: e.key, Meta: e.store, Owner: owner, HoldLease: hold,
+		LeaseTTL: 10 * time.Second, SegmentBytes: 4096, IndexIntervalBytes: 100,
+		FS: e.fs, Now: e.clock.now,
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	l, err := Open(context.Background(), cfg)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return l
+}
+
+// A writer that finds the lease held stages its batch and waits; the holder's
+// next round appends it with its own, under one commit, and the waiter
+// answers the offsets that commit gave it.
+func TestBusyPartitionWaitsAndIsGroupCommitted(t *testing.T) {
+	e := newEnv(t)
+	cs := &countingStore{Store: e.store}
+	e.store = cs
+	ctx := context.Background()
+	holder := e.open("holder", true)
+	if _, err := holder.Append(ctx, batch("h0", 2)); err != nil {
+		t.Fatal(err)
+	}
+	polling := make(chan struct{}, 1)
+	waiter := e.openWith("waiter", false, func(c *Config) {
+		c.Sleep = func(ctx context.Context, d time.Duration) error {
+			select {
+			case polling <- struct{}{}:
+			default:
+			}
+			return sleep(ctx, time.Millisecond)
+		}
+	})
+	type res struct {
+		app Appended
+		err error
+	}
+	done := make(chan res, 1)
+	go func() {
+		app, err := waiter.AppendBatch(ctx, Batch{Records: batch("w", 3), Key: "wk", Expected: -1})
+		done <- res{app, err}
+	}()
+	<-polling // staged, and watching the item
+	before := cs.writes.Load()
+	app, err := holder.Append(ctx, batch("h1", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if app.BaseOffset != 2 {
+		t.Fatalf("holder's batch at %d, want 2", app.BaseOffset)
+	}
+	if w := cs.writes.Load() - before; w != 1 {
+		t.Fatalf("the holder's round made %d metadata writes, want 1 commit", w)
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("the waiter: %v", r.err)
+	}
+	if r.app.BaseOffset != 4 || r.app.Replayed {
+		t.Fatalf("the waiter's batch at %+v, want offset 4, not replayed", r.app)
+	}
+	recs := readAll(t, holder)
+	if len(recs) != 7 {
+		t.Fatalf("%d records, want 7", len(recs))
+	}
+	for i := 4; i < 7; i++ {
+		if want := fmt.Sprintf("w-%d-", i-4); string(recs[i].Value[:len(want)]) != want {
+			t.Fatalf("offset %d holds %q, want the waiter's record %d", i, recs[i].Value, i-4)
+		}
+	}
+	// The holder released at that commit (another writer was waiting), and
+	// the waiter removed its staged file once it had its answer.
+	p, _ := e.store.Partition(ctx, e.key)
+	if p.Owner != "" {
+		t.Fatalf("lease still held by %q after a commit that others waited for", p.Owner)
+	}
+	if names, _ := waiter.listStaged(); len(names) != 0 {
+		t.Fatalf("staged files left: %v", names)
+	}
+}
+
+// A batch whose key was committed is answered with the first commit's
+// offsets by any process, after the writer that committed it is gone and the
+// segment rolled; other contents under the key are refused; nothing is
+// appended twice.
+func TestKeyedBatchAtMostOnceAcrossProcessesAndRolls(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	first := e.open("a", false)
+	app, err := first.AppendBatch(ctx, Batch{Records: batch("k1", 3), Key: "key-1", Hash: [16]byte{1}, Expected: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Roll several segments past it (4 KiB segments).
+	for i := range 12 {
+		if _, err := first.AppendBatch(ctx, Batch{Records: batch(fmt.Sprint("f", i), 20), Key: fmt.Sprint("fill-", i), Expected: -1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, _ := e.store.Partition(ctx, e.key)
+	if len(p.Sealed) < 3 {
+		t.Fatalf("only %d sealed segments: the test needs the key several rolls back", len(p.Sealed))
+	}
+	hw := p.NextOffset
+	// The compactor drops the sealed segments from the item as if tiered:
+	// the window must walk back through the batch files' links.
+	if err := e.store.AdvanceColdEnd(ctx, e.key, p.Sealed[len(p.Sealed)-1].NextOffset); err != nil {
+		t.Fatal(err)
+	}
+	second := e.open("b", false) // another process, nothing cached
+	again, err := second.AppendBatch(ctx, Batch{Records: batch("k1", 3), Key: "key-1", Hash: [16]byte{1}, Expected: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.Replayed || again.BaseOffset != app.BaseOffset || again.Timestamp != app.Timestamp {
+		t.Fatalf("retry answered %+v, want a replay of %+v", again, app)
+	}
+	_, err = second.AppendBatch(ctx, Batch{Records: batch("other", 3), Key: "key-1", Hash: [16]byte{2}, Expected: -1})
+	if !errors.Is(err, ErrKeyReused) {
+		t.Fatalf("same key, other contents: %v, want ErrKeyReused", err)
+	}
+	if b, _ := second.Bounds(ctx); b.HighWatermark != hw {
+		t.Fatalf("high watermark %d after a replay and a refusal, want %d", b.HighWatermark, hw)
+	}
+	if _, found, err := second.Committed(ctx, Batch{Records: batch("k1", 3), Key: "key-1", Hash: [16]byte{1}}); err != nil || !found {
+		t.Fatalf("Committed: found %v, %v", found, err)
+	}
+}
+
+// A conditional batch lands only where it expects; otherwise nothing is
+// appended and the error names the high watermark.
+func TestConditionalAppend(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	l := e.open("a", false)
+	if _, err := l.AppendBatch(ctx, Batch{Records: batch("a", 2), Expected: 0}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := l.AppendBatch(ctx, Batch{Records: batch("b", 1), Expected: 0})
+	var m *MismatchError
+	if !errors.As(err, &m) || m.HighWatermark != 2 || m.Expected != 0 {
+		t.Fatalf("append expecting 0 at 2: %v", err)
+	}
+	app, err := l.AppendBatch(ctx, Batch{Records: batch("c", 1), Expected: 2})
+	if err != nil || app.BaseOffset != 2 {
+		t.Fatalf("append expecting 2: %+v %v", app, err)
+	}
+	if b, _ := l.Bounds(ctx); b.HighWatermark != 3 {
+		t.Fatalf("high watermark %d, want 3", b.HighWatermark)
+	}
+}
+
+// Two appends with one key at once in one process: the second is refused
+// while the first is in flight.
+func TestKeyInUse(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	holder := e.open("holder", true)
+	if _, err := holder.Append(ctx, batch("h", 1)); err != nil {
+		t.Fatal(err)
+	}
+	polling := make(chan struct{}, 1)
+	l := e.openWith("w", false, func(c *Config) {
+		c.BusyWait = 200 * time.Millisecond
+		c.Sleep = func(ctx context.Context, d time.Duration) error {
+			select {
+			case polling <- struct{}{}:
+			default:
+			}
+			e.clock.advance(d) // the waiter's deadline is on the fake clock
+			return sleep(ctx, time.Millisecond)
+		}
+	})
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.AppendBatch(ctx, Batch{Records: batch("x", 1), Key: "same", Expected: -1})
+		done <- err
+	}()
+	<-polling
+	if _, err := l.AppendBatch(ctx, Batch{Records: batch("x", 1), Key: "same", Expected: -1}); !errors.Is(err, ErrKeyInUse) {
+		t.Fatalf("second append with the key in flight: %v, want ErrKeyInUse", err)
+	}
+	// The holder never runs a round: the waiter gives up at its deadline,
+	// with the outcome unknown, and takes its staged file back.
+	if err := <-done; !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("waiter past its deadline: %v, want ErrUnavailable", err)
+	}
+	if names, _ := l.listStaged(); len(names) != 0 {
+		t.Fatalf("staged files left: %v", names)
+	}
+}
