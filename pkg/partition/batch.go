@@ -54,7 +54,7 @@ var errBusy = errors.New("partition: lease held by another writer")
 // and starts again whenever the item moves.
 const (
 	pollMin = 2 * time.Millisecond
-	pollMax = 20 * time.Millisecond
+	pollMax = 5 * time.Millisecond
 )
 
 // AppendBatch appends b as one contiguous batch, once it is durable and
@@ -155,6 +155,7 @@ func (l *Log) waitTurn(ctx context.Context, batch []*pending) {
 	}
 	interval := pollMin
 	version := p0.Version
+	freePolls := 0
 	for len(left) > 0 {
 		if err := l.cfg.Sleep(ctx, interval); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 			break
@@ -168,6 +169,9 @@ func (l *Log) waitTurn(ctx context.Context, batch []*pending) {
 				finish(p, result{err: fmt.Errorf("%w: %v", ErrDeleted, l.cfg.Key)})
 			}
 			return
+		}
+		if err == nil && cur.Owner != "" && cur.LeaseUntil > now.UnixMilli() {
+			l.contended = now.Add(contendedFor)
 		}
 		moved := false
 		if err == nil && cur.Version != version {
@@ -187,8 +191,19 @@ func (l *Log) waitTurn(ctx context.Context, batch []*pending) {
 				}
 			}
 			left = rest
-			if len(left) > 0 && (cur.Owner == "" || cur.LeaseUntil <= now.UnixMilli()) {
+			free := cur.Owner == "" || cur.LeaseUntil <= now.UnixMilli()
+			if free {
+				freePolls++
+			} else {
+				freePolls = 0
+			}
+			// The writer of the oldest staged batch leads first; the
+			// others give it a few polls, so a free lease is not raced
+			// for by every waiter (a failed acquire costs a write).
+			if len(left) > 0 && free && (freePolls > 2 || l.oldestStaged(left)) {
+				l.waiting = true
 				apps, err := l.write(ctx, left)
+				l.waiting = false
 				if !errors.Is(err, errBusy) {
 					for i, p := range left {
 						switch {
@@ -200,6 +215,7 @@ func (l *Log) waitTurn(ctx context.Context, batch []*pending) {
 							finish(p, result{app: apps[i]})
 						}
 					}
+					l.chainRounds(ctx)
 					return
 				}
 			}
@@ -323,4 +339,41 @@ func (l *Log) Committed(ctx context.Context, b Batch) (Appended, bool, error) {
 	}
 	r := replay(e, &pending{key: "k:" + b.Key, hash: b.Hash, recs: b.Records})
 	return r.app, true, r.err
+}
+
+// moreStaged reports whether the write buffer holds batches a round has not
+// seen: staged after its listing (taken and removed ones are the round's).
+func (l *Log) moreStaged(taken []*staged, removed []string) bool {
+	names, err := l.listStaged()
+	if err != nil {
+		return false
+	}
+	known := make(map[string]bool, len(taken)+len(removed))
+	for _, s := range taken {
+		known[s.name] = true
+	}
+	for _, n := range removed {
+		known[n] = true
+	}
+	for _, n := range names {
+		if !known[n] {
+			return true
+		}
+	}
+	return false
+}
+
+// oldestStaged reports whether one of ours is the oldest batch in the write
+// buffer.
+func (l *Log) oldestStaged(ours []*pending) bool {
+	names, err := l.listStaged()
+	if err != nil || len(names) == 0 {
+		return true
+	}
+	for _, p := range ours {
+		if p.staged != nil && p.staged.name == names[0] {
+			return true
+		}
+	}
+	return false
 }

@@ -281,6 +281,10 @@ type Log struct {
 	winStale   bool
 	lastSealed *segment.ID     // the segment sealed (or dropped empty) by this acquire
 	acquiredAt time.Time       // when the lease was acquired
+	again      bool            // the last commit kept the lease for another round (chainRounds)
+	contended  time.Time       // until then, look at the lease before acquiring it
+	waiting    bool            // in waitTurn: our batches are staged
+	chained    int             // rounds run for staged batches since the lease was acquired
 	inUse      map[string]bool // keys of batches being appended here, under qmu
 
 	committed atomic.Pointer[view] // last view published: wakes waiters only
@@ -381,6 +385,32 @@ func (l *Log) flush(ctx context.Context, batch []*pending) {
 			p.done <- result{app: apps[i]}
 		}
 	}
+	l.chainRounds(ctx)
+}
+
+// contendedFor is how long a Log that found the lease held looks before it
+// tries to acquire.
+const contendedFor = time.Second
+
+// maxChain bounds the rounds a Lambda-mode leader runs for other writers'
+// staged batches after its own, so its own request is not held long.
+const maxChain = 4
+
+// chainRounds runs the rounds a Lambda-mode commit kept the lease for: each
+// takes the batches staged since, and the last releases the lease.
+func (l *Log) chainRounds(ctx context.Context) {
+	for l.again && l.holding {
+		l.again = false
+		l.chained++
+		if _, err := l.write(ctx, nil); err != nil {
+			l.cfg.Logger.Warn("round for staged batches", "topic", l.cfg.Key.Topic, "partition", l.cfg.Key.Partition, "err", err)
+		}
+	}
+	l.again = false
+	if !l.cfg.HoldLease && l.holding {
+		l.releaseLease(ctx)
+	}
+	l.chained = 0
 }
 
 // write runs one round of the protocol for the grouped batches: under the
@@ -523,6 +553,13 @@ func (l *Log) write(ctx context.Context, batch []*pending) ([]Appended, error) {
 	st.NextOffset = next
 	st.LastTS = ts
 	release := !l.cfg.HoldLease || l.othersWaiting()
+	if !l.cfg.HoldLease && l.chained < maxChain && l.moreStaged(others, remove) {
+		// Lambda mode, with more batches staged since the listing: keep
+		// the lease for one more round (chainRounds) rather than release
+		// it to a crowd of waiters that would all try to acquire it.
+		release = false
+		l.again = true
+	}
 	err = trace.Capture(ctx, trace.SpanCommit, func(ctx context.Context) error {
 		return l.cfg.Meta.Commit(ctx, st, release, l.cfg.Now(), l.cfg.LeaseTTL)
 	})
@@ -542,6 +579,7 @@ func (l *Log) write(ctx context.Context, batch []*pending) ([]Appended, error) {
 	st.Version++ // the commit moved the item's version on
 	l.win.add(ents)
 	if release {
+		l.chained = 0
 		st.Owner = ""
 		l.closeWriter(false)
 		l.holding = false
@@ -586,6 +624,20 @@ func (l *Log) ensureWriter(ctx context.Context) error {
 	if l.holding {
 		return nil
 	}
+	if now := l.cfg.Now(); now.Before(l.contended) {
+		// Other writers held the lease moments ago: look before trying
+		// to take it. A failed acquire is a write (it costs write
+		// capacity on the item every writer shares); a look is a read.
+		cur, err := l.cfg.Meta.Partition(ctx, l.cfg.Key)
+		if err == nil && cur.Owner != "" && cur.Owner != l.cfg.Owner && cur.LeaseUntil > now.UnixMilli() {
+			return fmt.Errorf("%w: %w: %v held by another writer", ErrUnavailable, errBusy, l.cfg.Key)
+		}
+		// Free, but others are waiting: the oldest of them leads next
+		// (waitTurn); join them rather than race it.
+		if names, _ := l.listStaged(); err == nil && len(names) > 0 && !l.waiting {
+			return fmt.Errorf("%w: %w: %v has batches waiting", ErrUnavailable, errBusy, l.cfg.Key)
+		}
+	}
 	var a meta.Acquired
 	err := trace.Capture(ctx, trace.SpanAcquire, func(ctx context.Context) (err error) {
 		a, err = l.cfg.Meta.Acquire(ctx, l.cfg.Key, l.cfg.Owner, l.cfg.Now(), l.cfg.LeaseTTL)
@@ -595,6 +647,7 @@ func (l *Log) ensureWriter(ctx context.Context) error {
 		switch {
 		case errors.Is(err, meta.ErrLeaseHeld):
 			l.cfg.Metrics.Conflict()
+			l.contended = l.cfg.Now().Add(contendedFor)
 			return fmt.Errorf("%w: %w: %v: %w", ErrUnavailable, errBusy, l.cfg.Key, err)
 		case errors.Is(err, meta.ErrNotFound):
 			return fmt.Errorf("%w: %v: %w", ErrDeleted, l.cfg.Key, err)
