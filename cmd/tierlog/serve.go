@@ -67,6 +67,7 @@ are synced and leases released.`,
 	f.Var(offDuration{&o.cfg.CompactInterval}, "compact-interval", "compactor timer, besides a pass when a segment rolls; 0: the server's default, off: no compactor at all")
 	f.DurationVar(&o.cfg.CompactGrace, "compact-grace", 0, "how long hot files of tiered segments stay; 0: the server's default")
 	f.DurationVar(&o.cfg.LeaseTTL, "lease-ttl", 0, "how long a partition lease lives without a commit; 0: the server's default")
+	f.DurationVar(&o.cfg.BusyWait, "busy-wait", 0, "how long a produce waits its turn on a partition another writer holds, before 503; 0: the server's default")
 	f.Int64Var(&o.cfg.CacheBytes, "cache-bytes", 0, "cold-tier cache budget in bytes; 0: the server's default")
 	o.cfg.BodyReadTimeout = tlserver.DefaultBodyReadTimeout
 	f.Var(offDuration{&o.cfg.BodyReadTimeout}, "body-read-timeout",

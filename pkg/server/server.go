@@ -82,6 +82,9 @@ type Config struct {
 	// LeaseTTL is how long a partition lease lives without a commit.
 	// Default 10s.
 	LeaseTTL time.Duration
+	// BusyWait bounds how long a produce waits for a partition another
+	// writer holds. 0 means partition.DefaultBusyWait.
+	BusyWait time.Duration
 	// CompactInterval is the compactor timer; 0 means 10s, < 0 disables it.
 	CompactInterval time.Duration
 	// CompactGrace is how long hot files of tiered segments stay. Default 30s.
@@ -237,6 +240,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		Meta:             s.Meta,
 		Owner:            cfg.Owner,
 		LeaseTTL:         cfg.LeaseTTL,
+		BusyWait:         cfg.BusyWait,
 		ReadOnly:         cfg.ReadOnly,
 		ReleaseEachBatch: *cfg.ReleaseEachBatch,
 		Objects:          s.Objects,
