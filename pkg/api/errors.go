@@ -94,6 +94,7 @@ const (
 	msgPartitionBusy   = "partition busy: retry"
 	msgMetaDown        = "metadata store unavailable: retry"
 	msgCommitUnknown   = "commit outcome unknown: retry"
+	msgWaitedOut       = "partition busy until the deadline; outcome unknown: retry with the same Idempotency-Key"
 	msgPartitionDown   = "partition unavailable: retry"
 	msgInvalidGeneric  = "invalid request"
 	msgTooLargeGeneric = "payload too large"
@@ -206,6 +207,8 @@ func unavailableMessage(err error) string {
 	switch {
 	case errors.Is(err, broker.ErrClosed), errors.Is(err, partition.ErrClosed):
 		return msgShuttingDown
+	case errors.Is(err, partition.ErrWaitedOut):
+		return msgWaitedOut
 	case errors.Is(err, meta.ErrLeaseHeld), errors.Is(err, meta.ErrFenced):
 		// Another writer holds the partition or took it over: nothing of
 		// this request was committed.

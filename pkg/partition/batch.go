@@ -17,6 +17,10 @@ var (
 	// ErrKeyReused means the key was committed before with other contents
 	// (another Hash): nothing was appended.
 	ErrKeyReused = errors.New("partition: batch key reused with other contents")
+	// ErrWaitedOut means a batch waited its turn on a lease other writers
+	// held until its deadline: it may still be appended by a holder that
+	// read it (the outcome is unknown). It comes wrapped in ErrUnavailable.
+	ErrWaitedOut = errors.New("partition: busy until the deadline")
 )
 
 // MismatchError is a conditional append refused: the high watermark was
@@ -224,7 +228,7 @@ func (l *Log) waitTurn(ctx context.Context, batch []*pending) {
 		for _, p := range left {
 			if !now.Before(p.deadline) {
 				l.removeStaged([]string{p.staged.name})
-				finish(p, result{err: fmt.Errorf("%w: partition busy: the batch waited %v for its turn; its outcome is unknown", ErrUnavailable, l.cfg.BusyWait)})
+				finish(p, result{err: fmt.Errorf("%w: %w: the batch waited its turn until its deadline; its outcome is unknown", ErrUnavailable, ErrWaitedOut)})
 			} else {
 				rest = append(rest, p)
 			}
