@@ -624,17 +624,13 @@ func (l *Log) ensureWriter(ctx context.Context) error {
 	if l.holding {
 		return nil
 	}
-	if now := l.cfg.Now(); now.Before(l.contended) {
-		// Other writers held the lease moments ago: look before trying
-		// to take it. A failed acquire is a write (it costs write
-		// capacity on the item every writer shares); a look is a read.
-		cur, err := l.cfg.Meta.Partition(ctx, l.cfg.Key)
-		if err == nil && cur.Owner != "" && cur.Owner != l.cfg.Owner && cur.LeaseUntil > now.UnixMilli() {
-			return fmt.Errorf("%w: %w: %v held by another writer", ErrUnavailable, errBusy, l.cfg.Key)
-		}
-		// Free, but others are waiting: the oldest of them leads next
-		// (waitTurn); join them rather than race it.
-		if names, _ := l.listStaged(); err == nil && len(names) > 0 && !l.waiting {
+	if l.cfg.Now().Before(l.contended) && !l.waiting {
+		// Other writers held the lease moments ago. If batches are
+		// waiting in the write buffer, join them: a holder, or the
+		// oldest of them, appends them next (waitTurn), and racing it
+		// for the lease would cost a failed acquire, a write on the item
+		// every writer shares. An empty buffer: try the lease.
+		if names, err := l.listStaged(); err == nil && len(names) > 0 {
 			return fmt.Errorf("%w: %w: %v has batches waiting", ErrUnavailable, errBusy, l.cfg.Key)
 		}
 	}
