@@ -129,9 +129,22 @@ func (l *Log) waitTurn(ctx context.Context, batch []*pending) {
 	finish := func(p *pending, r result) {
 		p.done <- r
 	}
-	p0, err := l.cfg.Meta.Partition(ctx, l.cfg.Key)
-	if err == nil {
-		err = l.win.refresh(l.cfg.FS, l.cfg.Dir, &p0, l.cfg.Now(), l.cfg.IdempotencyWindow)
+	// A conditional batch is checked against the state before it is
+	// staged: a waiter that answered a mismatch for a batch some leader
+	// could still take would lie. Other batches are staged at once; a key
+	// committed before is found by the first poll (and the leader skips
+	// its staged copy).
+	var p0 meta.Partition
+	var err error
+	conditional := false
+	for _, p := range batch {
+		conditional = conditional || p.expected >= 0
+	}
+	if conditional {
+		p0, err = l.cfg.Meta.Partition(ctx, l.cfg.Key)
+		if err == nil {
+			err = l.win.refresh(l.cfg.FS, l.cfg.Dir, &p0, l.cfg.Now(), l.cfg.IdempotencyWindow)
+		}
 	}
 	if err != nil {
 		for _, p := range batch {
@@ -141,7 +154,7 @@ func (l *Log) waitTurn(ctx context.Context, batch []*pending) {
 	}
 	left = left[:0:0]
 	for _, p := range batch {
-		if r, ok := l.decided(p, &p0); ok {
+		if r, ok := l.decided(p, &p0); conditional && ok {
 			finish(p, r)
 			continue
 		}
@@ -158,7 +171,7 @@ func (l *Log) waitTurn(ctx context.Context, batch []*pending) {
 		left = append(left, p)
 	}
 	interval := pollMin
-	version := p0.Version
+	version := p0.Version // 0 unless read: the first poll reads the window
 	freePolls := 0
 	for len(left) > 0 {
 		if err := l.cfg.Sleep(ctx, interval); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
