@@ -179,16 +179,7 @@ func readBatchFile(fsys segment.FS, path string, pos, limit int64) (prev *segmen
 		buf = buf[batchHeaderSize:]
 		from = batchHeaderSize
 	}
-	end = from
-	for len(buf) > 0 {
-		e, n, ok := decodeBatchEntry(buf)
-		if !ok || e.Base+int64(e.Count) > limit {
-			break
-		}
-		ents = append(ents, e)
-		buf = buf[n:]
-		end += int64(n)
-	}
+	ents, end = batchEntries(buf, from, limit)
 	return prev, ents, end, nil
 }
 
@@ -219,26 +210,56 @@ func createBatchFile(fsys segment.FS, dir string, id segment.ID, prev *segment.I
 
 // openBatchFile continues the batch file of a segment continued after a
 // clean release: it keeps the entries below committed and truncates the
-// rest (an aborted attempt's). A segment written before batch files
-// existed has none: it gets one without a link.
-func openBatchFile(fsys segment.FS, dir string, id segment.ID, committed int64) (*batchWriter, error) {
+// rest (an aborted attempt's). It returns what it read for the window. A
+// segment written before batch files existed has none: it gets one without
+// a link.
+func openBatchFile(fsys segment.FS, dir string, id segment.ID, committed int64) (*batchWriter, *segment.ID, []batchEntry, error) {
 	path := batchesPath(dir, id)
-	_, _, end, err := readBatchFile(fsys, path, 0, committed)
-	if errors.Is(err, fs.ErrNotExist) {
-		return createBatchFile(fsys, dir, id, nil)
-	}
-	if err != nil {
-		return nil, err
-	}
 	f, err := fsys.OpenFile(path, os.O_RDWR, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		w, err := createBatchFile(fsys, dir, id, nil)
+		return w, nil, nil, err
+	}
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	if err := f.Truncate(end); err != nil {
+	buf, err := readFrom(f, 0, 1<<40)
+	if err == nil && len(buf) == 0 {
+		err = fmt.Errorf("%w: %s is empty", errBatchHeader, filepath.Base(path))
+	}
+	var prev *segment.ID
+	if err == nil {
+		prev, err = decodeBatchHeader(buf)
+	}
+	if err != nil {
 		f.Close()
-		return nil, err
+		return nil, nil, nil, err
 	}
-	return &batchWriter{f: f, size: end}, nil
+	ents, end := batchEntries(buf[batchHeaderSize:], batchHeaderSize, committed)
+	if end < int64(len(buf)) {
+		if err := f.Truncate(end); err != nil {
+			f.Close()
+			return nil, nil, nil, err
+		}
+	}
+	return &batchWriter{f: f, size: end}, prev, ents, nil
+}
+
+// batchEntries decodes the entries at the start of buf (which starts at
+// file position from) whose records lie below limit, stopping at the first
+// that does not or is not intact; end is the position after the last.
+func batchEntries(buf []byte, from, limit int64) (ents []batchEntry, end int64) {
+	end = from
+	for len(buf) > 0 {
+		e, n, ok := decodeBatchEntry(buf)
+		if !ok || e.Base+int64(e.Count) > limit {
+			break
+		}
+		ents = append(ents, e)
+		buf = buf[n:]
+		end += int64(n)
+	}
+	return ents, end
 }
 
 // write appends b at the end; the caller syncs.

@@ -715,7 +715,10 @@ func (l *Log) continueActive(st *meta.Partition) (*segment.Writer, error) {
 	if rs.NextOffset != act.NextOffset || rs.NextOffset != st.NextOffset {
 		return nil, fmt.Errorf("%w: %s ends at offset %d, committed %d", ErrCorrupt, id, rs.NextOffset, st.NextOffset)
 	}
-	bw, err := openBatchFile(l.cfg.FS, l.cfg.Dir, id, act.NextOffset)
+	bw, prev, ents, err := openBatchFile(l.cfg.FS, l.cfg.Dir, id, act.NextOffset)
+	if err == nil {
+		l.win.seed(id, prev, ents, bw.size, act.NextOffset)
+	}
 	if err != nil {
 		if errors.Is(err, errBatchHeader) {
 			return nil, fmt.Errorf("%w: batch file of %s: %w", ErrCorrupt, id, err)

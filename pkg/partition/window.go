@@ -130,6 +130,11 @@ func (w *window) read(fsys segment.FS, dir string, id segment.ID, limit int64, f
 	}
 	if fst == nil {
 		fst = &batchFileState{}
+	} else if fst.limit == limit && fst.linked {
+		// Nothing committed past what was read: entries below a limit
+		// are all there once a commit has named it.
+		fst.final = final
+		return nil
 	}
 	prev, ents, end, err := readBatchFile(fsys, batchesPath(dir, id), fst.pos, limit)
 	if err != nil {
@@ -163,4 +168,18 @@ func (w *window) expireLocked(now time.Time, span time.Duration) {
 			delete(w.keys, k)
 		}
 	}
+}
+
+// seed records what a continuing writer read of its segment's batch file.
+func (w *window) seed(id segment.ID, prev *segment.ID, ents []batchEntry, end, limit int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	fst := &batchFileState{pos: end, limit: limit, prev: prev, linked: true}
+	for _, e := range ents {
+		if _, ok := w.keys[e.Key]; !ok {
+			w.keys[e.Key] = e
+		}
+		fst.newest = max(fst.newest, e.TS)
+	}
+	w.files[id] = fst
 }
