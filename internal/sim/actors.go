@@ -123,6 +123,7 @@ func (w *World) partCfg(a *Actor, cli *Client, pm *part, owner string, hold bool
 		IndexIntervalBytes: w.idxB, FS: cli, Now: a.Now,
 		Logger: slog.New(slog.DiscardHandler),
 		Sleep:  w.sleeper(a), Rand: w.rand64, BusyWait: w.busyWait,
+		Checkpoint: w.ckpt,
 	}
 	return cfg
 }
@@ -278,6 +279,22 @@ func (w *World) read(a *Actor, pm *part, l *partition.Log, c cmd) {
 		return
 	}
 	w.checkRecords(pm, c.offset, recs, "reader "+a.Name)
+	w.checkReaderHW(a, pm, b.HighWatermark)
+}
+
+// checkReaderHW checks the high watermark a read reported: committed (I3:
+// no reader is told of an offset before its commit), and never lower than
+// what the same reader process was told before (checkpoints may lag; a
+// view may not go back).
+func (w *World) checkReaderHW(a *Actor, pm *part, hw int64) {
+	if c := w.committed(pm).NextOffset; hw > c {
+		w.fail(fmt.Errorf("I3: %d: %s was told high watermark %d, committed %d", pm.p, a.Name, hw, c))
+	}
+	k := fmt.Sprintf("%s#%d#%s#%d", a.Name, a.incarnation, pm.key.TopicID, pm.p)
+	if last, ok := w.readerHW[k]; ok && hw < last {
+		w.fail(fmt.Errorf("I1: %d: %s was told high watermark %d after %d", pm.p, a.Name, hw, last))
+	}
+	w.readerHW[k] = max(w.readerHW[k], hw)
 }
 
 // checkRecords checks what a read from offset returned: dense offsets from

@@ -29,6 +29,7 @@ func (w *World) newBroker(a *Actor, release bool) *broker.Broker {
 			ReleaseEachBatch: release, IndexIntervalBytes: w.idxB, Cache: tier.NewCache(1 << 20),
 			Now: a.Now, Logger: slog.New(slog.DiscardHandler),
 			Sleep: w.sleeper(a), Rand: w.rand64, BusyWait: w.busyWait,
+			Checkpoint: w.ckpt,
 		}
 		b, err := broker.New(bg, cfg)
 		if err == nil {
@@ -146,6 +147,7 @@ func (w *World) brokerFetch(a *Actor, b *broker.Broker, c cmd) {
 		w.fail(fmt.Errorf("audit finding 8: %s: fetch %d from %d below the high watermark %d answered no records (max %d records, %d bytes)", a.Name, c.p, c.offset, res.HighWatermark, c.max, c.maxBytes))
 	}
 	w.checkRecords(pm, c.offset, res.Records, "broker "+a.Name)
+	w.checkReaderHW(a, pm, res.HighWatermark)
 }
 
 func (w *World) hw(p int) int64 {

@@ -281,6 +281,15 @@ func (c *Client) OpenFile(name string, flag int, perm os.FileMode) (segment.File
 		return nil, err
 	}
 	c.actor.note("open %s flag %#x: inode %d size %d", short(name), flag, f.ino.ino, len(c.view(f.ino)))
+	if c.actor != nil && path.Base(name) == "checkpoint" && flag == os.O_RDONLY {
+		// A reader's view from the checkpoint: the incarnation it reads
+		// is the one whose directory holds it (as a metadata read of
+		// that incarnation's item would say; brokers.go current).
+		inc := path.Base(path.Dir(path.Dir(name)))
+		if i := strings.LastIndexByte(inc, '~'); i >= 0 {
+			c.srv.w.net.lastRead[c.actor] = stepOf{id: inc[i+1:], step: c.srv.w.s.step}
+		}
+	}
 	return f, nil
 }
 

@@ -226,7 +226,11 @@ type World struct {
 	okBatches []*batch                 // acknowledged keyed batches (keys to reuse)
 	pending   map[string]*batch
 	busyWait  time.Duration // partition.Config.BusyWait (0: its default)
-	stepFrom  time.Duration // the clock before this step's advance        // client -> the keyed batch it is sending
+	// ckpt: writers write the committed checkpoint and readers read it
+	// (partition.Config.Checkpoint), per seed.
+	ckpt     bool
+	readerHW map[string]int64 // reader process and partition -> high watermark it last saw
+	stepFrom time.Duration    // the clock before this step's advance        // client -> the keyed batch it is sending
 }
 
 // key is partition p of the current incarnation.
@@ -295,6 +299,8 @@ func NewWorld(cfg Config) *World {
 	// TTL (waiters give up while a leader may hold their staged copy),
 	// about one, or the default.
 	w.busyWait = [...]time.Duration{300 * time.Millisecond, 2 * time.Second, 0}[w.s.rng.IntN(3)]
+	w.ckpt = w.s.rng.IntN(2) == 0
+	w.readerHW = map[string]int64{}
 	if err := w.createTopic(nil); err != nil {
 		panic(err)
 	}
@@ -486,6 +492,7 @@ func (w *World) checker(pm *part) (*partition.Log, error) {
 	cli := w.srv.NewClient(nil)
 	cfg := w.partCfg(nil, cli, pm, "checker", false)
 	cfg.Now = w.s.Time
+	cfg.Checkpoint = false // the item's bounds: a checkpoint's log start may lag retention
 	l, err := partition.Open(bg, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("checker: open: %v", err)

@@ -93,6 +93,10 @@ type Config struct {
 	// simulation's virtual ones). Default real ones.
 	Sleep func(ctx context.Context, d time.Duration) error
 	Rand  func() uint64
+	// Checkpoint: writers copy every committed state to the hot tier and
+	// readers take their view from there (partition.Config.Checkpoint).
+	// For a metadata store whose reads are network requests.
+	Checkpoint bool
 }
 
 func (c *Config) applyDefaults() error {
@@ -389,6 +393,7 @@ func (t *topic) part(ctx context.Context, p int) (*partition.Log, error) {
 		IdempotencyWindow:  c.IdempotencyWindow,
 		Sleep:              c.Sleep,
 		Rand:               c.Rand,
+		Checkpoint:         c.Checkpoint,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
@@ -634,7 +639,7 @@ func (b *Broker) fetchCold(ctx context.Context, t *topic, l *partition.Log, p in
 		if err == nil {
 			return recs, bounds, nil
 		}
-		nb, berr := l.Bounds(ctx)
+		nb, berr := l.FreshBounds(ctx)
 		if berr != nil {
 			return nil, bounds, berr
 		}
@@ -750,7 +755,7 @@ func (b *Broker) offsetForTime(ctx context.Context, t *topic, l *partition.Log, 
 	var from int64
 	if b.cold != nil {
 		// The cold tier holds the oldest records: look there first.
-		bounds, err := l.Bounds(ctx)
+		bounds, err := l.FreshBounds(ctx)
 		if err != nil {
 			return TimeOffset{}, err
 		}

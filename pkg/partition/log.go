@@ -165,6 +165,10 @@ type Config struct {
 	// Rand returns random numbers for batch origins (the simulation's
 	// seeded source). Default math/rand/v2.
 	Rand func() uint64
+	// Checkpoint makes writers copy each committed state to the hot tier
+	// and readers take their view from there (checkpoint.go): with a
+	// metadata store where a read is a network request (DynamoDB).
+	Checkpoint bool
 }
 
 // DefaultBusyWait is how long an append waits for a busy partition.
@@ -299,6 +303,15 @@ type Log struct {
 	}
 	notifyMu sync.Mutex
 	notify   chan struct{} // closed and replaced on every commit
+
+	// The checkpoint last read, and when the item was last read by a
+	// waiting reader (checkpoint.go).
+	ckpt struct {
+		sync.Mutex
+		v        *view
+		at       time.Time
+		verified time.Time
+	}
 }
 
 type pending struct {
@@ -332,8 +345,10 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	return l, nil
 }
 
-func (l *Log) publish(p *meta.Partition) {
-	l.committed.Store(viewOf(p))
+func (l *Log) publish(p *meta.Partition) { l.publishView(viewOf(p)) }
+
+func (l *Log) publishView(v *view) {
+	l.committed.Store(v)
 	l.notifyMu.Lock()
 	close(l.notify)
 	l.notify = make(chan struct{})
@@ -586,6 +601,9 @@ func (l *Log) write(ctx context.Context, batch []*pending) ([]Appended, error) {
 	}
 	l.lease = st
 	l.publish(&st)
+	if l.cfg.Checkpoint {
+		l.writeCheckpoint(&st)
+	}
 	// The staged files taken are their waiters' to remove, once they
 	// have read their answer: the leader's time is the partition's.
 	l.removeStaged(remove)
@@ -900,6 +918,24 @@ func (l *Log) Close(ctx context.Context) error {
 // lease holder's commits and the compactor's log start and cold end. With
 // the embedded store this is a map read; on DynamoDB one consistent read.
 func (l *Log) view(ctx context.Context) (*view, error) {
+	if l.cfg.Checkpoint {
+		if v, ok := l.readCheckpoint(); ok {
+			cur := l.committed.Load()
+			if cur != nil && cur.hw > v.hw {
+				return cur, nil // a view is never older than one published
+			}
+			if cur == nil || v.hw > cur.hw {
+				l.publishView(v) // another process committed: wake waiters
+			}
+			return v, nil
+		}
+	}
+	return l.freshView(ctx)
+}
+
+// freshView reads the committed state from the metadata store: what a read
+// does when the checkpoint may be behind (a file it names is gone).
+func (l *Log) freshView(ctx context.Context) (*view, error) {
 	p, err := l.cfg.Meta.Partition(ctx, l.cfg.Key)
 	if err != nil {
 		return nil, fmt.Errorf("%w: read state: %w", ErrUnavailable, err)
@@ -948,8 +984,8 @@ func (l *Log) Read(ctx context.Context, offset int64, maxRecords, maxBytes int) 
 	out, err := l.read(v, offset, maxRecords, maxBytes, false)
 	if gone(err) {
 		// The compactor removed a file after our view was taken (retention,
-		// or a tiered segment past its grace): look again.
-		if v, err = l.view(ctx); err != nil {
+		// or a tiered segment past its grace): look again, at the item.
+		if v, err = l.freshView(ctx); err != nil {
 			return nil, Bounds{}, err
 		}
 		out, err = l.read(v, offset, maxRecords, maxBytes, true)
@@ -1067,13 +1103,24 @@ func (l *Log) Wait(ctx context.Context, offset int64, d time.Duration) {
 	}
 	timer := time.NewTimer(d)
 	defer timer.Stop()
-	poll := time.NewTicker(100 * time.Millisecond)
+	// Another process may commit (no HoldLease): look every waitPoll. With
+	// a checkpoint that costs a file read (shared by the Log's waiters for
+	// ckptFresh), and the item is read once per ckptVerify per Log, in case
+	// the checkpoint is behind; without, every look reads the item.
+	interval := waitPollItem
+	if l.cfg.Checkpoint {
+		interval = waitPollCheckpoint
+	}
+	poll := time.NewTicker(interval)
 	defer poll.Stop()
 	for {
 		l.notifyMu.Lock()
 		ch := l.notify
 		l.notifyMu.Unlock()
 		v, err := l.view(ctx)
+		if err == nil && v.hw <= offset && l.cfg.Checkpoint && l.verifyDue() {
+			v, err = l.freshView(ctx)
+		}
 		if err != nil || v.hw > offset {
 			return
 		}
@@ -1086,6 +1133,35 @@ func (l *Log) Wait(ctx context.Context, offset int64, d time.Duration) {
 			return
 		}
 	}
+}
+
+// How often a long-poll looks for other processes' commits.
+const (
+	waitPollItem       = 100 * time.Millisecond
+	waitPollCheckpoint = 10 * time.Millisecond
+)
+
+// verifyDue reports whether a waiting reader should read the item now (at
+// most once per ckptVerify per Log).
+func (l *Log) verifyDue() bool {
+	now := l.cfg.Now()
+	l.ckpt.Lock()
+	defer l.ckpt.Unlock()
+	if now.Sub(l.ckpt.verified) < ckptVerify {
+		return false
+	}
+	l.ckpt.verified = now
+	return true
+}
+
+// FreshBounds is Bounds from the metadata store, never the checkpoint: for
+// a caller that found the bounds it had wrong (a cold read that failed).
+func (l *Log) FreshBounds(ctx context.Context) (Bounds, error) {
+	v, err := l.freshView(ctx)
+	if err != nil {
+		return Bounds{}, err
+	}
+	return v.bounds(), nil
 }
 
 // gone reports whether err says a file disappeared under a reader: removed
@@ -1103,13 +1179,15 @@ func gone(err error) bool {
 // caller looks again with new bounds rather than skip the segments tiered in
 // between.
 func (l *Log) OffsetForTime(ctx context.Context, ts, from int64) (offset, timestamp int64, found bool, err error) {
-	v, err := l.view(ctx)
+	// The item, not the checkpoint: the split with the cold tier must be
+	// the cold end as it is.
+	v, err := l.freshView(ctx)
 	if err != nil {
 		return 0, 0, false, err
 	}
 	offset, timestamp, found, err = l.offsetForTime(v, ts, from)
 	if gone(err) {
-		if v, err = l.view(ctx); err != nil {
+		if v, err = l.freshView(ctx); err != nil {
 			return 0, 0, false, err
 		}
 		offset, timestamp, found, err = l.offsetForTime(v, ts, from)

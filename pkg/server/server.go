@@ -97,6 +97,14 @@ type Config struct {
 	// Only connections served by net/http have read deadlines: behind
 	// API Gateway the body arrives whole and this does nothing.
 	BodyReadTimeout time.Duration
+	// DisableStreaming answers a fetch with Accept: text/event-stream as
+	// a plain fetch instead of a stream (API.md "Streaming fetch"). The
+	// Lambda functions set it: API Gateway buffers every answer whole.
+	// Everything net/http serves (`tierlog serve`) streams.
+	DisableStreaming bool
+	// StreamKeepAlive is the longest silence of a stream before a
+	// comment line; 0 (or more than 15s) means api.DefaultKeepAlive.
+	StreamKeepAlive time.Duration
 	Logger          *slog.Logger
 	// ReadOnly serves reads only and never writes the hot tier (the fetch
 	// function).
@@ -125,9 +133,18 @@ type Server struct {
 	// MetaCounters reports the metadata adapter's request counts, if it
 	// keeps them.
 	MetaCounters func() map[string]int64
+	// Streams counts the streaming fetches being served (nil with
+	// Config.DisableStreaming).
+	Streams *api.StreamStats
 
 	handler http.Handler
 	kick    chan struct{} // a segment rolled: compact soon
+	// streamsDone is closed when HTTPServer's server shuts down (or on
+	// Close): it ends every stream, which would otherwise keep Shutdown
+	// waiting for connections that never go idle.
+	streamsDone chan struct{}
+	endStreams  sync.Once
+
 	closers []func() error
 	stop    context.CancelFunc
 	wg      sync.WaitGroup
@@ -241,6 +258,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		Owner:            cfg.Owner,
 		LeaseTTL:         cfg.LeaseTTL,
 		BusyWait:         cfg.BusyWait,
+		Checkpoint:       cfg.Backend == BackendAWS,
 		ReadOnly:         cfg.ReadOnly,
 		ReleaseEachBatch: *cfg.ReleaseEachBatch,
 		Objects:          s.Objects,
@@ -277,10 +295,17 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	// of the API would clean "..", "." and "//" out of paths and answer
 	// 307 redirects that keep the method (a DELETE of
 	// /v1/topics/x/partitions/.. would become a DELETE of the topic).
-	s.handler = api.New(b, api.WithLogger(cfg.Logger),
+	opts := []api.Option{api.WithLogger(cfg.Logger),
 		api.WithBodyReadTimeout(max(cfg.BodyReadTimeout, 0)),
 		api.WithRequestMetrics(s.Requests),
-		api.WithRoute(http.MethodGet, "/metrics", s.metricsHandler()))
+		api.WithRoute(http.MethodGet, "/metrics", s.metricsHandler())}
+	s.streamsDone = make(chan struct{})
+	if !cfg.DisableStreaming {
+		s.Streams = &api.StreamStats{}
+		opts = append(opts, api.WithStreaming(api.StreamConfig{
+			KeepAlive: cfg.StreamKeepAlive, Done: s.streamsDone, Stats: s.Streams}))
+	}
+	s.handler = api.New(b, opts...)
 	return s, nil
 }
 
@@ -315,12 +340,27 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // request by Config.BodyReadTimeout (in the handler, so a long poll or a
 // produce waiting its turn is not cut by a connection-wide ReadTimeout).
 // The caller sets nothing else but may change any field before serving.
+//
+// It has no WriteTimeout: a stream (streaming fetch) extends the write
+// deadline per write if one is set. Its Shutdown ends every stream at
+// once (each gets an "unavailable" error event), so only ordinary
+// requests and long polls are waited for.
 func (s *Server) HTTPServer() *http.Server {
-	return &http.Server{
+	hs := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
 		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn),
+	}
+	hs.RegisterOnShutdown(s.EndStreams)
+	return hs
+}
+
+// EndStreams ends every streaming fetch being served, and every one
+// started after. HTTPServer's Shutdown and Close call it.
+func (s *Server) EndStreams() {
+	if s.streamsDone != nil {
+		s.endStreams.Do(func() { close(s.streamsDone) })
 	}
 }
 
@@ -366,6 +406,7 @@ func (s *Server) Start() {
 // Close stops the compactor, closes the broker (releasing leases, syncing
 // files) and the stores.
 func (s *Server) Close() error {
+	s.EndStreams()
 	if s.stop != nil {
 		s.stop()
 		s.wg.Wait()

@@ -1,0 +1,175 @@
+package partition
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/tierlog/tierlog/pkg/meta"
+)
+
+// The committed checkpoint: after each commit the writer copies the
+// committed state into a small file beside the segments, so that readers
+// (fetches, long-polls) learn of commits from the hot tier instead of
+// reading the partition item: on DynamoDB every waiting consumer would
+// otherwise cost a consistent read per poll.
+//
+// The file, "checkpoint", has ckptSlots slots of ckptSlotSize bytes; the
+// state committed with item version v goes to slot v mod ckptSlots, and a
+// reader takes the intact slot with the highest version. So a torn write
+// spoils one slot only, and a writer that is late with its checkpoint (its
+// commit long applied, others committed since) overwrites an older slot
+// and never the newest: before writing, it reads the slot and leaves it if
+// it holds a newer version. The state in a slot is a committed one (it is
+// written only after the commit applied), so a reader that uses it never
+// sees an uncommitted offset (I3); a Log never publishes a view with a lower
+// high watermark than one it published before. A checkpoint may lag the
+// item (a writer that crashed between its commit and its checkpoint): a
+// waiting reader checks the item itself every ckptVerify, and a read that
+// finds a file gone looks at the item too.
+//
+// Slot:
+//
+//	0  magic "TLC1"
+//	4  u32 length of what follows the CRC
+//	8  u32 CRC-32C of what follows
+//	12 u64 version
+//	20 i64 next offset, i64 log start, i64 cold end, u32 segment count,
+//	   then per segment: i64 base, u64 epoch, i64 size, i64 next offset,
+//	   i64 first ts, i64 last ts, i64 created ms
+const (
+	ckptName     = "checkpoint"
+	ckptSlots    = 4
+	ckptSlotSize = 4096
+	ckptFixed    = 12 + 8 + 8*3 + 4
+	ckptSegSize  = 56
+	// ckptVerify is how often a reader waiting on the checkpoint reads
+	// the partition item as well.
+	ckptVerify = time.Second
+	// ckptFresh is how long a Log reuses the checkpoint it read last.
+	ckptFresh = 5 * time.Millisecond
+)
+
+var ckptMagic = [4]byte{'T', 'L', 'C', '1'}
+
+func encodeCheckpoint(p *meta.Partition) ([]byte, bool) {
+	segs := append(append([]meta.SegmentInfo(nil), p.Sealed...), activeOf(p)...)
+	n := ckptFixed + len(segs)*ckptSegSize
+	if n > ckptSlotSize {
+		return nil, false
+	}
+	b := make([]byte, 0, n)
+	b = append(b, ckptMagic[:]...)
+	b = binary.LittleEndian.AppendUint32(b, uint32(n-12))
+	b = append(b, 0, 0, 0, 0)
+	b = binary.LittleEndian.AppendUint64(b, p.Version)
+	b = binary.LittleEndian.AppendUint64(b, uint64(p.NextOffset))
+	b = binary.LittleEndian.AppendUint64(b, uint64(p.LogStartOffset))
+	b = binary.LittleEndian.AppendUint64(b, uint64(p.ColdEnd))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(segs)))
+	for _, s := range segs {
+		for _, v := range []uint64{uint64(s.Base), s.Epoch, uint64(s.Size), uint64(s.NextOffset), uint64(s.FirstTS), uint64(s.LastTS), uint64(s.CreatedMs)} {
+			b = binary.LittleEndian.AppendUint64(b, v)
+		}
+	}
+	binary.LittleEndian.PutUint32(b[8:], crc32.Checksum(b[12:], castagnoli))
+	return b, true
+}
+
+func activeOf(p *meta.Partition) []meta.SegmentInfo {
+	if p.Active == nil {
+		return nil
+	}
+	return []meta.SegmentInfo{*p.Active}
+}
+
+// decodeCheckpoint decodes one slot; ok is false for an empty, torn or
+// damaged one.
+func decodeCheckpoint(b []byte) (version uint64, v *view, ok bool) {
+	if len(b) < ckptFixed || [4]byte(b[:4]) != ckptMagic {
+		return 0, nil, false
+	}
+	n := int(binary.LittleEndian.Uint32(b[4:]))
+	if 12+n > len(b) || n < ckptFixed-12 || binary.LittleEndian.Uint32(b[8:]) != crc32.Checksum(b[12:12+n], castagnoli) {
+		return 0, nil, false
+	}
+	b = b[:12+n]
+	version = binary.LittleEndian.Uint64(b[12:])
+	v = &view{
+		hw:       int64(binary.LittleEndian.Uint64(b[20:])),
+		logStart: int64(binary.LittleEndian.Uint64(b[28:])),
+		coldEnd:  int64(binary.LittleEndian.Uint64(b[36:])),
+	}
+	count := int(binary.LittleEndian.Uint32(b[44:]))
+	p := b[ckptFixed:]
+	if len(p) != count*ckptSegSize {
+		return 0, nil, false
+	}
+	for i := 0; i < count; i++ {
+		u := func(j int) uint64 { return binary.LittleEndian.Uint64(p[i*ckptSegSize+8*j:]) }
+		v.segs = append(v.segs, meta.SegmentInfo{Base: int64(u(0)), Epoch: u(1), Size: int64(u(2)), NextOffset: int64(u(3)),
+			FirstTS: int64(u(4)), LastTS: int64(u(5)), CreatedMs: int64(u(6))})
+	}
+	return version, v, true
+}
+
+// writeCheckpoint copies p, the state just committed, into its slot; best
+// effort (readers fall back to the item).
+func (l *Log) writeCheckpoint(p *meta.Partition) {
+	b, ok := encodeCheckpoint(p)
+	if !ok {
+		return // too many segments for a slot: readers read the item
+	}
+	f, err := l.cfg.FS.OpenFile(filepath.Join(l.cfg.Dir, ckptName), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		l.cfg.Logger.Warn("checkpoint", "topic", l.cfg.Key.Topic, "partition", l.cfg.Key.Partition, "err", err)
+		return
+	}
+	defer f.Close()
+	off := int64(p.Version%ckptSlots) * ckptSlotSize
+	cur := make([]byte, ckptSlotSize)
+	if n, _ := f.ReadAt(cur, off); n > 0 {
+		if v, _, ok := decodeCheckpoint(cur[:n]); ok && v > p.Version {
+			return // a newer commit's checkpoint: leave it
+		}
+	}
+	if _, err := f.WriteAt(b, off); err != nil {
+		l.cfg.Logger.Warn("checkpoint", "topic", l.cfg.Key.Topic, "partition", l.cfg.Key.Partition, "err", err)
+	}
+}
+
+// readCheckpoint returns the newest intact checkpoint, reusing the one read
+// in the last ckptFresh.
+func (l *Log) readCheckpoint() (*view, bool) {
+	now := l.cfg.Now()
+	l.ckpt.Lock()
+	defer l.ckpt.Unlock()
+	if l.ckpt.v != nil && now.Sub(l.ckpt.at) < ckptFresh {
+		return l.ckpt.v, true
+	}
+	f, err := l.cfg.FS.OpenFile(filepath.Join(l.cfg.Dir, ckptName), os.O_RDONLY, 0)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	buf := make([]byte, ckptSlots*ckptSlotSize)
+	n, err := f.ReadAt(buf, 0)
+	if err != nil && n == 0 {
+		return nil, false
+	}
+	var best *view
+	var bestVersion uint64
+	for i := 0; i < ckptSlots && i*ckptSlotSize < n; i++ {
+		end := min((i+1)*ckptSlotSize, n)
+		if ver, v, ok := decodeCheckpoint(buf[i*ckptSlotSize : end]); ok && (best == nil || ver > bestVersion) {
+			best, bestVersion = v, ver
+		}
+	}
+	if best == nil {
+		return nil, false
+	}
+	l.ckpt.v, l.ckpt.at = best, now
+	return best, true
+}
