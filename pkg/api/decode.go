@@ -328,9 +328,31 @@ func readProduce(w http.ResponseWriter, r *http.Request, allowPartition bool) ([
 // "expected_offset" (nil when absent or null): a non-negative integer
 // that fits an int64, else 400. Which route may carry it is the
 // handler's decision.
+//
+// The whole body is read first and scanned by scanProduce, which takes
+// the plain shape only; anything else (every error included) is
+// answered by decodeProduce, the encoding/json decoder, reading the same
+// bytes and then the same read error as the body gave: its answers are
+// the route's, byte for byte.
 func readProduceJSON(w http.ResponseWriter, r *http.Request, allowPartition bool) ([]broker.ProduceRecord, *int64, error) {
+	body, err := readBody(w, r)
+	if err == nil {
+		if recs, expected, ok := scanProduce(body, allowPartition); ok {
+			return recs, expected, nil
+		}
+	}
+	var src io.Reader = bytes.NewReader(body)
+	if err != nil {
+		src = io.MultiReader(src, errReader{err})
+	}
+	return decodeProduceJSON(src, allowPartition)
+}
+
+// decodeProduceJSON is readProduceJSON by encoding/json alone, reading
+// the body from src.
+func decodeProduceJSON(src io.Reader, allowPartition bool) ([]broker.ProduceRecord, *int64, error) {
 	var expectedRaw json.RawMessage
-	recs, err := decodeProduce(w, r, allowPartition, &expectedRaw)
+	recs, err := decodeProduce(src, allowPartition, &expectedRaw)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -344,10 +366,10 @@ func readProduceJSON(w http.ResponseWriter, r *http.Request, allowPartition bool
 	return recs, &n, nil
 }
 
-// decodeProduce is readProduce, storing the raw "expected_offset" (if
-// any) in *expectedRaw.
-func decodeProduce(w http.ResponseWriter, r *http.Request, allowPartition bool, expectedRaw *json.RawMessage) ([]broker.ProduceRecord, error) {
-	dec := json.NewDecoder(limitBody(w, r))
+// decodeProduce is readProduce of the body src, storing the raw
+// "expected_offset" (if any) in *expectedRaw.
+func decodeProduce(src io.Reader, allowPartition bool, expectedRaw *json.RawMessage) ([]broker.ProduceRecord, error) {
+	dec := json.NewDecoder(src)
 	tok, err := dec.Token()
 	if errors.Is(err, io.EOF) {
 		return nil, badRequest("request body is empty; want a JSON object")

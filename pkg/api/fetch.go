@@ -1,12 +1,10 @@
 package api
 
 import (
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
 	"time"
-	"unicode/utf8"
 
 	"github.com/tierlog/tierlog/pkg/broker"
 )
@@ -16,35 +14,6 @@ import (
 const (
 	maxWaitMs = int64(broker.MaxWait / time.Millisecond) // 20,000
 )
-
-// utf8Record is a fetched record in utf8 mode. Key and Value are JSON
-// strings, or null for no key / a tombstone; a key or value that is not
-// valid UTF-8 is base64 and says so in KeyEncoding / ValueEncoding, so the
-// bytes are never altered.
-type utf8Record struct {
-	Offset        int64   `json:"offset"`
-	Timestamp     int64   `json:"timestamp"`
-	Key           *string `json:"key"`
-	KeyEncoding   string  `json:"key_encoding,omitempty"`
-	Value         *string `json:"value"`
-	ValueEncoding string  `json:"value_encoding,omitempty"`
-}
-
-// base64Record is a fetched record in base64 mode: encoding/json writes a
-// []byte as standard padded base64, and nil as null.
-type base64Record struct {
-	Offset    int64  `json:"offset"`
-	Timestamp int64  `json:"timestamp"`
-	Key       []byte `json:"key"`
-	Value     []byte `json:"value"`
-}
-
-type fetchResponse struct {
-	Records        any   `json:"records"`
-	NextOffset     int64 `json:"next_offset"`
-	HighWatermark  int64 `json:"high_watermark"`
-	LogStartOffset int64 `json:"log_start_offset"`
-}
 
 // GET /v1/topics/{topic}/partitions/{partition}/records?offset=N
 // [&max_records=][&max_bytes=][&wait_ms=][&encoding=]
@@ -67,47 +36,7 @@ func (s *server) fetch(w http.ResponseWriter, r *http.Request) {
 		s.writeFetchBinary(w, r, res)
 		return
 	}
-	out := fetchResponse{
-		NextOffset:     res.NextOffset,
-		HighWatermark:  res.HighWatermark,
-		LogStartOffset: res.LogStartOffset,
-	}
-	if enc == encBase64 {
-		recs := make([]base64Record, len(res.Records))
-		for i := range res.Records {
-			rec := &res.Records[i]
-			recs[i] = base64Record{Offset: rec.Offset, Timestamp: rec.Timestamp, Key: rec.Key, Value: rec.Value}
-		}
-		out.Records = recs
-	} else {
-		recs := make([]utf8Record, len(res.Records))
-		// One backing array for every key and value string pointer.
-		strs := make([]string, 2*len(res.Records))
-		for i := range res.Records {
-			rec := &res.Records[i]
-			o := &recs[i]
-			o.Offset, o.Timestamp = rec.Offset, rec.Timestamp
-			o.Key, o.KeyEncoding = textOrBase64(rec.Key, &strs[2*i])
-			o.Value, o.ValueEncoding = textOrBase64(rec.Value, &strs[2*i+1])
-		}
-		out.Records = recs
-	}
-	s.writeJSON(w, r, http.StatusOK, &out)
-}
-
-// textOrBase64 renders b for utf8 mode into *slot: nil stays nil (null),
-// valid UTF-8 is the string itself, anything else is base64 with encoding
-// "base64".
-func textOrBase64(b []byte, slot *string) (*string, string) {
-	if b == nil {
-		return nil, ""
-	}
-	if utf8.Valid(b) {
-		*slot = string(b)
-		return slot, ""
-	}
-	*slot = base64.StdEncoding.EncodeToString(b)
-	return slot, "base64"
+	s.writeFetchJSON(w, r, &res, enc)
 }
 
 func fetchParams(r *http.Request) (broker.FetchRequest, encoding, error) {

@@ -1,0 +1,237 @@
+package api
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"math/bits"
+	"net/http"
+	"strconv"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/tierlog/tierlog/pkg/broker"
+)
+
+// This file holds the hand-written JSON of the two hot routes: the fetch
+// answer's encoder and the produce body's scanner. Both are fixed shapes,
+// so neither needs reflection. The encoder writes exactly what
+// encoding/json (json.Encoder, SetEscapeHTML(false)) writes for the
+// fetchResponse of fetch.go; the scanner accepts only the plain shape
+// and gives up on anything else, so that the encoding/json decoder of
+// decode.go answers it (with its errors, byte for byte). The fuzz tests
+// (jsonfast_fuzz_test.go) hold both to their references.
+
+// Word masks for SWAR scans over 8 bytes at a time.
+const (
+	swarOnes  = 0x0101010101010101
+	swarHighs = 0x8080808080808080
+)
+
+// swarSpecial marks (with the high bit of each byte) the bytes of x that
+// a JSON string cannot hold as they are: below 0x20, '"' and '\\'; with
+// nonASCII also those of 0x80 and above. A marked word has at least one
+// such byte; the marks above the first one may be false.
+func swarSpecial(x uint64, nonASCII bool) uint64 {
+	q := x ^ (swarOnes * '"')
+	s := x ^ (swarOnes * '\\')
+	m := ((x - swarOnes*0x20) &^ x) | ((q - swarOnes) &^ q) | ((s - swarOnes) &^ s)
+	if nonASCII {
+		m |= x
+	}
+	return m & swarHighs
+}
+
+// jsonSafe[b] is true for the ASCII bytes a JSON string holds as they
+// are; false for control characters, '"', '\\' and every byte >= 0x80.
+var jsonSafe = func() (t [256]bool) {
+	for b := 0x20; b < 0x80; b++ {
+		t[b] = b != '"' && b != '\\'
+	}
+	return t
+}()
+
+// plainPrefix is the length of the longest prefix of b that is ASCII and
+// needs no escape in a JSON string.
+func plainPrefix(b []byte) int {
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		if m := swarSpecial(binary.LittleEndian.Uint64(b[i:]), true); m != 0 {
+			i += bits.TrailingZeros64(m) >> 3
+			for i < len(b) && jsonSafe[b[i]] { // a false mark: go on by byte
+				i++
+			}
+			return i
+		}
+	}
+	for i < len(b) && jsonSafe[b[i]] {
+		i++
+	}
+	return i
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendRecordJSON appends one fetched record as the fetch answer holds
+// it (utf8Record or base64Record of fetch.go, as encoding/json writes
+// them): {"offset":..,"timestamp":..,"key":..,"value":..}. In utf8 mode a
+// key or value that is not valid UTF-8 is base64 with
+// "key_encoding"/"value_encoding":"base64"; nil is null.
+func appendRecordJSON(dst []byte, r broker.Record, enc encoding) []byte {
+	dst = append(dst, `{"offset":`...)
+	dst = strconv.AppendInt(dst, r.Offset, 10)
+	dst = append(dst, `,"timestamp":`...)
+	dst = strconv.AppendInt(dst, r.Timestamp, 10)
+	dst = append(dst, `,"key":`...)
+	if enc == encBase64 {
+		dst = appendBase64JSON(dst, r.Key)
+		dst = append(dst, `,"value":`...)
+		dst = appendBase64JSON(dst, r.Value)
+		return append(dst, '}')
+	}
+	var b64 bool
+	dst, b64 = appendTextJSON(dst, r.Key)
+	if b64 {
+		dst = append(dst, `,"key_encoding":"base64"`...)
+	}
+	dst = append(dst, `,"value":`...)
+	dst, b64 = appendTextJSON(dst, r.Value)
+	if b64 {
+		dst = append(dst, `,"value_encoding":"base64"`...)
+	}
+	return append(dst, '}')
+}
+
+// appendFetchJSON appends the whole fetch answer, with the newline
+// json.Encoder ends it with.
+func appendFetchJSON(dst []byte, res *broker.FetchResult, enc encoding) []byte {
+	dst = append(dst, `{"records":[`...)
+	for i := range res.Records {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendRecordJSON(dst, res.Records[i], enc)
+	}
+	dst = append(dst, `],"next_offset":`...)
+	dst = strconv.AppendInt(dst, res.NextOffset, 10)
+	dst = append(dst, `,"high_watermark":`...)
+	dst = strconv.AppendInt(dst, res.HighWatermark, 10)
+	dst = append(dst, `,"log_start_offset":`...)
+	dst = strconv.AppendInt(dst, res.LogStartOffset, 10)
+	return append(dst, "}\n"...)
+}
+
+// fetchJSONSize is an upper bound of appendFetchJSON's length for most
+// answers (escapes may need more; append grows then), so that the buffer
+// is allocated once.
+func fetchJSONSize(res *broker.FetchResult, enc encoding) int {
+	n := 128
+	for i := range res.Records {
+		r := &res.Records[i]
+		k, v := len(r.Key), len(r.Value)
+		if enc == encBase64 {
+			k, v = base64.StdEncoding.EncodedLen(k), base64.StdEncoding.EncodedLen(v)
+		}
+		n += 100 + k + v
+	}
+	return n
+}
+
+// appendBase64JSON appends b as encoding/json writes a []byte: padded
+// standard base64 in quotes, null for nil.
+func appendBase64JSON(dst, b []byte) []byte {
+	if b == nil {
+		return append(dst, "null"...)
+	}
+	dst = append(dst, '"')
+	dst = base64.StdEncoding.AppendEncode(dst, b)
+	return append(dst, '"')
+}
+
+// appendTextJSON appends b for utf8 mode: null for nil, the JSON string
+// of b when b is valid UTF-8, else b's base64 (and b64 true).
+func appendTextJSON(dst, b []byte) (_ []byte, b64 bool) {
+	if b == nil {
+		return append(dst, "null"...), false
+	}
+	i := plainPrefix(b)
+	if i == len(b) { // the common case: nothing to escape
+		dst = append(dst, '"')
+		dst = append(dst, b...)
+		return append(dst, '"'), false
+	}
+	if !utf8.Valid(b[i:]) {
+		return appendBase64JSON(dst, b), true
+	}
+	dst = append(dst, '"')
+	dst = append(dst, b[:i]...)
+	return append(appendEscaped(dst, b[i:]), '"'), false
+}
+
+// appendEscaped appends valid UTF-8 b escaped as encoding/json escapes
+// it without HTML escaping: '"', '\\' and control characters, and
+// U+2028 and U+2029.
+func appendEscaped(dst, b []byte) []byte {
+	start := 0
+	for i := 0; i < len(b); {
+		c := b[i]
+		if c < utf8.RuneSelf {
+			if jsonSafe[c] {
+				i++
+				continue
+			}
+			dst = append(dst, b[start:i]...)
+			switch c {
+			case '\\', '"':
+				dst = append(dst, '\\', c)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		// U+2028 and U+2029 are E2 80 A8 and E2 80 A9; b is valid UTF-8.
+		if c == 0xE2 && i+2 < len(b) && b[i+1] == 0x80 && b[i+2]&^1 == 0xA8 {
+			dst = append(dst, b[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[b[i+2]&0xF])
+			i += 3
+			start = i
+			continue
+		}
+		i++
+	}
+	return append(dst, b[start:]...)
+}
+
+// jsonOutPool holds output buffers of JSON fetch answers.
+var jsonOutPool = sync.Pool{New: func() any { return new([]byte) }}
+
+// writeFetchJSON sends res as a 200 JSON fetch answer: what writeJSON
+// would send for fetchResponse, without reflection.
+func (s *server) writeFetchJSON(w http.ResponseWriter, r *http.Request, res *broker.FetchResult, enc encoding) {
+	bp := jsonOutPool.Get().(*[]byte)
+	out := *bp
+	if n := fetchJSONSize(res, enc); cap(out) < n {
+		out = make([]byte, 0, n)
+	}
+	out = appendFetchJSON(out[:0], res, enc)
+	h := w.Header()
+	h.Set("Content-Type", contentTypeJSON)
+	h.Set("Content-Length", strconv.Itoa(len(out)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(out)
+	if cap(out) <= maxPooledBuffer {
+		*bp = out[:0]
+		jsonOutPool.Put(bp)
+	}
+}

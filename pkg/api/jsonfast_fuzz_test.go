@@ -1,0 +1,158 @@
+package api
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+	"testing/iotest"
+
+	"github.com/tierlog/tierlog/pkg/broker"
+)
+
+// FuzzFetchJSON holds appendFetchJSON to the encoding/json answer the
+// fetch route wrote before (fetchJSONRef): the same bytes for every
+// record, in both encodings.
+func FuzzFetchJSON(f *testing.F) {
+	for _, s := range [][2]string{
+		{"k1", "hello"},
+		{"", ""},
+		{"\x00\x1f\"\\/", "<>&\u2028\u2029\t\n\r\b\f"},
+		{"\xff", "caf\xc3\xa9"},
+		{"\xed\xa0\x80", "\xe2\x80"},
+		{"日本語のテキスト、少し長め", strings.Repeat("abcdefgh", 5) + "\"x"},
+		{"\x7f\x80", "plain ascii text that is long enough for several words"},
+	} {
+		f.Add([]byte(s[0]), []byte(s[1]), false, false, int64(41), int64(1764500000000), false)
+		f.Add([]byte(s[0]), []byte(s[1]), true, false, int64(-1), int64(0), true)
+	}
+	f.Add([]byte(nil), []byte(nil), true, true, int64(1)<<62, int64(-5), false)
+	f.Fuzz(func(t *testing.T, key, value []byte, keyNil, valueNil bool, offset, ts int64, b64 bool) {
+		if keyNil {
+			key = nil
+		} else if key == nil {
+			key = []byte{}
+		}
+		if valueNil {
+			value = nil
+		} else if value == nil {
+			value = []byte{}
+		}
+		enc := encUTF8
+		if b64 {
+			enc = encBase64
+		}
+		res := &broker.FetchResult{
+			Records: []broker.Record{
+				{Offset: offset, Timestamp: ts, Key: key, Value: value},
+				{Offset: offset + 1, Timestamp: ts, Key: value, Value: key},
+			},
+			NextOffset: offset + 2, HighWatermark: ts, LogStartOffset: offset,
+		}
+		for n := range 3 { // no record, one, two
+			r := &broker.FetchResult{Records: res.Records[:n], NextOffset: res.NextOffset, HighWatermark: res.HighWatermark, LogStartOffset: res.LogStartOffset}
+			want := fetchJSONRef(r, enc)
+			got := appendFetchJSON([]byte("prefix"), r, enc)
+			if !bytes.Equal(got[6:], want) || string(got[:6]) != "prefix" {
+				t.Fatalf("%d records, encoding %d:\n got %q\nwant %q", n, enc, got, want)
+			}
+		}
+	})
+}
+
+// FuzzProduceJSON holds readProduceJSON (scanProduce, then decodeProduce
+// for anything it does not take) to decodeProduceJSON, the encoding/json
+// decoder alone: the same records, expected offset and error text for
+// every body, whole or cut short by a read error.
+func FuzzProduceJSON(f *testing.F) {
+	for _, seed := range []string{
+		``,
+		` `,
+		`{}`,
+		`{"records":[{"key":"k","value":"v","partition":0}]}`,
+		`{"encoding":"utf8","records":[{"key":"k1","value":"hello","partition":0}]}`,
+		`{"records":[{"value":"x"}],"encoding":"base64"}`,
+		`{"encoding":"base64","records":[{"key":null,"value":"aGk="},{"key":"","value":""}]}`,
+		`{"encoding":"base64","records":[{"value":"aGk"}]}`,
+		`{"encoding":"base64","records":[{"value":"aG\nk="}]}`,
+		`{"encoding":"base64","records":[{"value":"aG\\nk="}]}`,
+		`{"records":[{"value":null},{"value":""}]} `,
+		` { "records" : [ { "value" : "a" , "key" : "b" } ] , "expected_offset" : 12 } `,
+		`{"records":[{"value":"a"}],"expected_offset":null}`,
+		`{"records":[{"value":"a"}],"expected_offset":9223372036854775807}`,
+		`{"records":[{"value":"a"}],"expected_offset":9223372036854775808}`,
+		`{"records":[{"value":"a"}],"expected_offset":-1}`,
+		`{"records":[{"value":"a"}],"expected_offset":01}`,
+		`{"records":[{"value":"a"}],"expected_offset":1.0}`,
+		`{"records":[{"value":"\ud83d\ude00 \u00e9 \" \\ \/ \b\f\n\r\t \u0000"}]}`,
+		`{"records":[{"value":"\ud83d\ude00"}]}x`,
+		`{"records":[{"value":"\ud800"}]}`,
+		`{"records":[{"value":"\udc00\ud800"}]}`,
+		`{"records":[{"value":"\ud800\u0041"}]}`,
+		`{"records":[{"value":"\x"}]}`,
+		`{"records":[{"value":"caf` + "\xc3\xa9" + `"}]}`,
+		`{"records":[{"value":"` + "\xff" + `"}]}`,
+		`{"records":[{"value":"` + "\x01" + `"}]}`,
+		`{"records":[{"value":"x","partition":1e3}]}`,
+		`{"records":[{"value":"x","partition":2147483647}]}`,
+		`{"records":[{"value":"x","partition":2147483648}]}`,
+		`{"records":[{"value":"x","partition":null}]}`,
+		`{"records":[{"value":"x","partition":"1"}]}`,
+		`{"Records":[{"VALUE":"x"}],"encoding":null}`,
+		`{"records":[{"value":"x","other":1}],"other":{"a":[1,2]}}`,
+		`{"records":[{"value":"x","value":"y"}]}`,
+		`{"records":[{"value":"x"}],"records":[]}`,
+		`{"encoding":"utf8","encoding":"base64","records":[{"value":"aGk="}]}`,
+		`{"encoding":"latin1","records":[{"value":"x"}]}`,
+		`{"records":[]}`,
+		`{"records":null}`,
+		`{"records":[{"key":"k"}]}`,
+		`{"records":[{}]}`,
+		`{"records":[{"value":"x"},]}`,
+		`{"records":[{"value":"x"}]`,
+		`{"records":[{"value":"x"}]}}`,
+		`{"records":[{"value":"x"}]}{}`,
+		`[{"value":"x"}]`,
+		`{"records":[1,2,3]}`,
+		`{"records":[{"value":nul}]}`,
+		`{"records":[{"value":truex}]}`,
+		`{"re\u0063ords":[{"value":"x"}]}`,
+		`{"records":[{"key":"` + strings.Repeat("k", 1<<20) + `","value":"v"}]}`,
+		`{"records":[{"value":"` + strings.Repeat("abcdefgh\\n", 30) + `"}]}`,
+	} {
+		f.Add(seed, true, -1)
+		f.Add(seed, false, len(seed)/2)
+	}
+	f.Fuzz(func(t *testing.T, body string, allowPartition bool, cut int) {
+		// cut >= 0: the body breaks off after cut bytes with a read error.
+		var cutErr = errors.New("connection reset")
+		newBody := func() io.Reader {
+			if cut < 0 || cut >= len(body) {
+				return strings.NewReader(body)
+			}
+			return io.MultiReader(strings.NewReader(body[:cut]), iotest.ErrReader(cutErr))
+		}
+		wantRecs, wantExp, wantErr := decodeProduceJSON(iotest.OneByteReader(newBody()), allowPartition)
+		r := httptest.NewRequest("POST", "/v1/topics/t/records", newBody())
+		gotRecs, gotExp, gotErr := readProduceJSON(httptest.NewRecorder(), r, allowPartition)
+		if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || fmt.Sprintf("%#v", gotErr) != fmt.Sprintf("%#v", wantErr) {
+			t.Fatalf("error\n got %#v\nwant %#v", gotErr, wantErr)
+		}
+		if !reflect.DeepEqual(gotRecs, wantRecs) {
+			t.Fatalf("records\n got %+v\nwant %+v", gotRecs, wantRecs)
+		}
+		if (gotExp == nil) != (wantExp == nil) || (gotExp != nil && *gotExp != *wantExp) {
+			t.Fatalf("expected_offset: got %v, want %v", gotExp, wantExp)
+		}
+		// The fast path alone: whatever it takes, the reference takes the same.
+		if recs, exp, ok := scanProduce([]byte(body), allowPartition); ok {
+			if cut < 0 && (wantErr != nil || !reflect.DeepEqual(recs, wantRecs) || (exp == nil) != (wantExp == nil)) {
+				t.Fatalf("scanProduce took %q: %+v, the reference: %+v, %v", body, recs, wantRecs, wantErr)
+			}
+		}
+	})
+}

@@ -1,0 +1,436 @@
+package api
+
+import (
+	"bytes"
+	"encoding/binary"
+	"io"
+	"math"
+	"math/bits"
+	"net/http"
+	"unicode/utf8"
+
+	"github.com/tierlog/tierlog/pkg/broker"
+)
+
+// readBody reads the whole request body (limitBody: at most
+// maxBodyBytes) into a buffer of its own, sized by Content-Length when
+// the client sent one. On a read error it returns what it read before
+// it. The buffer is not pooled: scanProduce's records alias it.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	src := limitBody(w, r)
+	n := 512
+	if cl := r.ContentLength; cl > 0 && cl <= maxBodyBytes {
+		n = int(cl) + 1 // room to read the EOF without growing
+	}
+	buf := make([]byte, 0, n)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		m, err := src.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
+// scanProduce decodes a produce body of the plain shape,
+//
+//	{"encoding":"utf8"|"base64"|null,"records":[{"key":..,"value":..,"partition":..}],"expected_offset":N|null}
+//
+// with the members in any order, each at most once, spelt exactly so
+// (no escapes in names), keys and values strings or null, numbers plain
+// non-negative integers, and every rule of decodeProduce holding. It
+// gives the same records decodeProduce does (utf8 keys and values alias
+// body). ok is false for anything else, valid or not, and then
+// decodeProduce must answer: this scanner never makes an error of its
+// own.
+func scanProduce(body []byte, allowPartition bool) (recs []broker.ProduceRecord, expected *int64, ok bool) {
+	s := scanner{b: body}
+	var (
+		enc                        = encUTF8
+		haveEnc, haveRecs, haveExp bool
+	)
+	if !s.consume('{') {
+		return nil, nil, false
+	}
+	for {
+		name, esc, ok := s.str()
+		if !ok || esc || !s.consume(':') {
+			return nil, nil, false
+		}
+		switch string(name) {
+		case "encoding":
+			if haveEnc {
+				return nil, nil, false
+			}
+			haveEnc = true
+			if s.null() {
+				break
+			}
+			v, esc, ok := s.str()
+			switch {
+			case !ok || esc:
+				return nil, nil, false
+			case string(v) == "utf8":
+			case string(v) == "base64":
+				enc = encBase64
+			default:
+				return nil, nil, false
+			}
+		case "records":
+			if haveRecs {
+				return nil, nil, false
+			}
+			haveRecs = true
+			if recs, ok = s.records(allowPartition); !ok {
+				return nil, nil, false
+			}
+		case "expected_offset":
+			if haveExp {
+				return nil, nil, false
+			}
+			haveExp = true
+			if s.null() {
+				break
+			}
+			n, ok := s.uint(math.MaxInt64)
+			if !ok {
+				return nil, nil, false
+			}
+			expected = &n
+		default:
+			return nil, nil, false
+		}
+		if s.consume('}') {
+			break
+		}
+		if !s.consume(',') {
+			return nil, nil, false
+		}
+	}
+	if s.skipSpace(); s.i != len(s.b) || len(recs) == 0 {
+		return nil, nil, false
+	}
+	if enc == encBase64 && !decodeBase64Records(recs) {
+		return nil, nil, false
+	}
+	for i := range recs {
+		if len(recs[i].Key)+len(recs[i].Value) > broker.MaxRecordBytes {
+			return nil, nil, false
+		}
+	}
+	return recs, expected, true
+}
+
+// decodeBase64Records replaces each non-nil key and value of recs by its
+// strict base64 decoding (decodeBase64), all into one buffer.
+func decodeBase64Records(recs []broker.ProduceRecord) bool {
+	n := 0
+	for i := range recs {
+		n += strictBase64.DecodedLen(len(recs[i].Key)) + strictBase64.DecodedLen(len(recs[i].Value))
+	}
+	arena := make([]byte, n)
+	dec := func(b []byte) ([]byte, bool) {
+		if b == nil {
+			return nil, true
+		}
+		if bytes.IndexAny(b, "\r\n") >= 0 {
+			return nil, false
+		}
+		m, err := strictBase64.Decode(arena, b)
+		if err != nil {
+			return nil, false
+		}
+		out := arena[:m:m]
+		arena = arena[m:]
+		return out, true
+	}
+	for i := range recs {
+		var ok bool
+		if recs[i].Key, ok = dec(recs[i].Key); !ok {
+			return false
+		}
+		if recs[i].Value, ok = dec(recs[i].Value); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// scanner walks a JSON text; every method skips the white space before
+// what it reads.
+type scanner struct {
+	b []byte
+	i int
+}
+
+func (s *scanner) skipSpace() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// consume reads the byte c if it comes next.
+func (s *scanner) consume(c byte) bool {
+	s.skipSpace()
+	if s.i < len(s.b) && s.b[s.i] == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+// null reads the literal null if it comes next.
+func (s *scanner) null() bool {
+	s.skipSpace()
+	if len(s.b)-s.i >= 4 && string(s.b[s.i:s.i+4]) == "null" {
+		s.i += 4
+		return true
+	}
+	return false
+}
+
+// uint reads a non-negative JSON integer up to max: 0 or a digit 1-9
+// followed by digits. What follows it is the caller's to check (a '.',
+// 'e' or another digit is never a separator).
+func (s *scanner) uint(max int64) (int64, bool) {
+	s.skipSpace()
+	if s.i >= len(s.b) || s.b[s.i] < '0' || s.b[s.i] > '9' {
+		return 0, false
+	}
+	if s.b[s.i] == '0' {
+		s.i++
+		return 0, true
+	}
+	var n int64
+	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+		d := int64(s.b[s.i] - '0')
+		if n > (max-d)/10 {
+			return 0, false
+		}
+		n = n*10 + d
+		s.i++
+	}
+	return n, true
+}
+
+// str reads a JSON string that is valid UTF-8 and returns its body, the
+// bytes between the quotes (capped: appends never reach past it), and
+// whether it has escapes.
+func (s *scanner) str() (body []byte, esc, ok bool) {
+	s.skipSpace()
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return nil, false, false
+	}
+	start := s.i + 1
+	i := start
+	b := s.b
+	nonASCII := false
+	for {
+		// Skip bytes that are plain, 8 at a time.
+		for i+8 <= len(b) {
+			m := swarSpecial(binary.LittleEndian.Uint64(b[i:]), !nonASCII)
+			if m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			i += 8
+		}
+		if i >= len(b) {
+			return nil, false, false
+		}
+		switch c := b[i]; {
+		case c == '"':
+			body = b[start:i:i]
+			s.i = i + 1
+			if nonASCII && !utf8.Valid(body) {
+				return nil, false, false
+			}
+			return body, esc, true
+		case c == '\\':
+			esc = true
+			i += 2 // the escaped byte: unescape checks what follows
+		case c < 0x20:
+			return nil, false, false
+		case c >= utf8.RuneSelf:
+			nonASCII = true
+			i++
+		default:
+			i++ // a false mark of swarSpecial, or the tail
+		}
+	}
+}
+
+// value reads a key or value: nil for null, else the string's bytes
+// (body's own when it has no escapes).
+func (s *scanner) value() ([]byte, bool) {
+	if s.null() {
+		return nil, true
+	}
+	body, esc, ok := s.str()
+	if !ok || !esc {
+		return body, ok
+	}
+	return unescape(body)
+}
+
+// records reads the records array: 1 to broker.MaxBatchRecords
+// objects.
+func (s *scanner) records(allowPartition bool) ([]broker.ProduceRecord, bool) {
+	if !s.consume('[') {
+		return nil, false
+	}
+	recs := make([]broker.ProduceRecord, 0, 16)
+	for {
+		if len(recs) == broker.MaxBatchRecords || !s.consume('{') {
+			return nil, false
+		}
+		rec := broker.ProduceRecord{Partition: -1}
+		var haveKey, haveValue, havePart bool
+		for {
+			name, esc, ok := s.str()
+			if !ok || esc || !s.consume(':') {
+				return nil, false
+			}
+			switch string(name) {
+			case "key":
+				if haveKey {
+					return nil, false
+				}
+				haveKey = true
+				if rec.Key, ok = s.value(); !ok {
+					return nil, false
+				}
+			case "value":
+				if haveValue {
+					return nil, false
+				}
+				haveValue = true
+				if rec.Value, ok = s.value(); !ok {
+					return nil, false
+				}
+			case "partition":
+				if havePart {
+					return nil, false
+				}
+				havePart = true
+				if s.null() {
+					break
+				}
+				p, ok := s.uint(math.MaxInt32)
+				if !ok || !allowPartition {
+					return nil, false
+				}
+				rec.Partition = int(p)
+			default:
+				return nil, false
+			}
+			if s.consume('}') {
+				break
+			}
+			if !s.consume(',') {
+				return nil, false
+			}
+		}
+		if !haveValue {
+			return nil, false
+		}
+		recs = append(recs, rec)
+		if s.consume(']') {
+			return recs, true
+		}
+		if !s.consume(',') {
+			return nil, false
+		}
+	}
+}
+
+// unescape decodes the body of a JSON string with escapes, as
+// encoding/json does, refusing (false) what rawString refuses or
+// encoding/json would refuse: a bad escape, an unpaired surrogate.
+func unescape(b []byte) ([]byte, bool) {
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); {
+		j := bytes.IndexByte(b[i:], '\\')
+		if j < 0 {
+			return append(out, b[i:]...), true
+		}
+		out = append(out, b[i:i+j]...)
+		i += j + 1
+		if i >= len(b) {
+			return nil, false
+		}
+		c := b[i]
+		i++
+		switch c {
+		case '"', '\\', '/':
+			out = append(out, c)
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r, ok := hex4ok(b, i)
+			if !ok {
+				return nil, false
+			}
+			i += 4
+			switch {
+			case r >= 0xDC00 && r <= 0xDFFF:
+				return nil, false
+			case r >= 0xD800 && r <= 0xDBFF:
+				if i+2 > len(b) || b[i] != '\\' || b[i+1] != 'u' {
+					return nil, false
+				}
+				lo, ok := hex4ok(b, i+2)
+				if !ok || lo < 0xDC00 || lo > 0xDFFF {
+					return nil, false
+				}
+				i += 6
+				r = 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00)
+			}
+			out = utf8.AppendRune(out, r)
+		default:
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+// hex4ok decodes the four hex digits at b[i:].
+func hex4ok(b []byte, i int) (rune, bool) {
+	if i+4 > len(b) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[i : i+4] {
+		r <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			r |= rune(c - '0')
+		case c >= 'a' && c <= 'f':
+			r |= rune(c - 'a' + 10)
+		case c >= 'A' && c <= 'F':
+			r |= rune(c - 'A' + 10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}
