@@ -30,6 +30,7 @@ type config struct {
 	bodyTimeout time.Duration
 	extra       []extraRoute
 	requests    *metrics.HTTP
+	stream      *StreamConfig // nil: no streaming fetch (sse.go)
 }
 
 // extraRoute is a route outside API.md that the handler serves as well.
@@ -95,13 +96,14 @@ type server struct {
 	mux         *http.ServeMux
 	bodyTimeout time.Duration
 	requests    *metrics.HTTP // by route pattern (routes.go)
+	stream      *StreamConfig // nil: no streaming fetch (sse.go)
 }
 
 // New returns the http.Handler of API.md serving b. The handler is safe for
 // concurrent use; it answers every request with a fresh X-Request-Id header.
 func New(b *broker.Broker, opts ...Option) http.Handler {
 	c := applyDefaults(opts)
-	s := &server{b: b, log: c.log, mux: http.NewServeMux(), bodyTimeout: c.bodyTimeout, requests: c.requests}
+	s := &server{b: b, log: c.log, mux: http.NewServeMux(), bodyTimeout: c.bodyTimeout, requests: c.requests, stream: c.stream}
 	s.routes(c.extra)
 	return s
 }

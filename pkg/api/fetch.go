@@ -24,6 +24,10 @@ func (s *server) fetch(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	if s.streams(r) { // Accept: text/event-stream (sse.go)
+		s.fetchStream(w, r, req, enc)
+		return
+	}
 	res, err := s.b.Fetch(r.Context(), req)
 	if err != nil {
 		if oor := (*broker.OffsetOutOfRangeError)(nil); errors.As(err, &oor) {

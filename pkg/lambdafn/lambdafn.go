@@ -143,6 +143,9 @@ func New(ctx context.Context, name string, opts ...Option) (*Function, error) {
 		LeaseTTL:        env.LeaseTTL,
 		CacheBytes:      env.CacheBytes,
 		Logger:          log,
+		// API Gateway buffers every answer: a streaming fetch
+		// (Accept: text/event-stream) answers as a plain fetch (API.md).
+		DisableStreaming: true,
 	}
 	release := true // a frozen container must not sit on a lease
 	cfg.ReleaseEachBatch = &release

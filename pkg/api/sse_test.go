@@ -1,0 +1,467 @@
+package api_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tierlog/tierlog/pkg/server"
+)
+
+// sseServer is the local server (server.Open's handler) over a real
+// listener on 127.0.0.1, with a short keep-alive; hs may adjust the
+// http.Server before it starts.
+type sseServer struct {
+	*httptest.Server
+	s *server.Server
+	t *testing.T
+}
+
+func newSSEServer(t *testing.T, cfg server.Config, hs func(*http.Server)) *sseServer {
+	t.Helper()
+	cfg.DataDir = t.TempDir()
+	cfg.CompactInterval = -1
+	cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if cfg.StreamKeepAlive == 0 {
+		cfg.StreamKeepAlive = 50 * time.Millisecond
+	}
+	s, err := server.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("server.Open: %v", err)
+	}
+	srv := httptest.NewUnstartedServer(s.Handler())
+	srv.Config = s.HTTPServer()
+	if hs != nil {
+		hs(srv.Config)
+	}
+	srv.Start()
+	t.Cleanup(func() {
+		s.EndStreams() // a stream left open would keep Close waiting
+		srv.Close()
+		if err := s.Close(); err != nil {
+			t.Errorf("server.Close: %v", err)
+		}
+	})
+	return &sseServer{Server: srv, s: s, t: t}
+}
+
+func (s *sseServer) ctx() context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	s.t.Cleanup(cancel)
+	return ctx
+}
+
+// call sends a JSON request and checks its status.
+func (s *sseServer) call(method, path, body string, want int) []byte {
+	s.t.Helper()
+	req, err := http.NewRequestWithContext(s.ctx(), method, s.URL+path, strings.NewReader(body))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := s.Client().Do(req)
+	if err != nil {
+		s.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if res.StatusCode != want {
+		s.t.Fatalf("%s %s: %d %s, want %d", method, path, res.StatusCode, b, want)
+	}
+	return b
+}
+
+func (s *sseServer) produce(topic string, values ...string) {
+	s.t.Helper()
+	var recs []string
+	for _, v := range values {
+		recs = append(recs, fmt.Sprintf(`{"key":"k","value":%q}`, v))
+	}
+	s.call("POST", "/v1/topics/"+topic+"/partitions/0/records", `{"records":[`+strings.Join(recs, ",")+`]}`, 200)
+}
+
+// sseEvent is one event of a stream, or a comment (comment true).
+type sseEvent struct {
+	id, event, data string
+	comment         bool
+}
+
+// sseStream is an open event stream.
+type sseStream struct {
+	res    *http.Response
+	r      *bufio.Reader
+	cancel context.CancelFunc
+	t      *testing.T
+}
+
+// open sends a streaming fetch; hdr adds headers. An answer that is not
+// a 200 event stream is returned as status and body with a nil stream.
+func (s *sseServer) open(query string, hdr map[string]string) (*sseStream, int, []byte) {
+	s.t.Helper()
+	ctx, cancel := context.WithCancel(s.ctx())
+	req, err := http.NewRequestWithContext(ctx, "GET", s.URL+"/v1/topics/t/partitions/0/records?"+query, nil)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	res, err := s.Client().Do(req)
+	if err != nil {
+		cancel()
+		s.t.Fatalf("open stream: %v", err)
+	}
+	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "text/event-stream" {
+		defer cancel()
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return nil, res.StatusCode, b
+	}
+	st := &sseStream{res: res, r: bufio.NewReader(res.Body), cancel: cancel, t: s.t}
+	s.t.Cleanup(st.close)
+	return st, 200, nil
+}
+
+func (st *sseStream) close() {
+	st.cancel()
+	st.res.Body.Close()
+}
+
+// next reads the next event or comment.
+func (st *sseStream) next() (sseEvent, error) {
+	var ev sseEvent
+	seen := false
+	for {
+		line, err := st.r.ReadString('\n')
+		if err != nil {
+			return ev, err
+		}
+		line = strings.TrimSuffix(line, "\n")
+		if line == "" {
+			if seen {
+				return ev, nil
+			}
+			continue
+		}
+		seen = true
+		if c, ok := strings.CutPrefix(line, ":"); ok {
+			ev.comment, ev.data = true, strings.TrimSpace(c)
+			continue
+		}
+		k, v, _ := strings.Cut(line, ":")
+		v = strings.TrimPrefix(v, " ")
+		switch k {
+		case "id":
+			ev.id = v
+		case "event":
+			ev.event = v
+		case "data":
+			ev.data = v
+		default:
+			st.t.Fatalf("unexpected field %q", line)
+		}
+	}
+}
+
+// records reads n record events (skipping comments) and returns them.
+func (st *sseStream) records(n int) []sseEvent {
+	st.t.Helper()
+	var out []sseEvent
+	for len(out) < n {
+		ev, err := st.next()
+		if err != nil {
+			st.t.Fatalf("after %d of %d records: %v", len(out), n, err)
+		}
+		if ev.comment {
+			continue
+		}
+		if ev.event != "record" {
+			st.t.Fatalf("event %q (%s), want record", ev.event, ev.data)
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+// untilComment reads until a comment and fails on any event before it.
+func (st *sseStream) untilComment() {
+	st.t.Helper()
+	ev, err := st.next()
+	if err != nil {
+		st.t.Fatalf("waiting for a comment: %v", err)
+	}
+	if !ev.comment {
+		st.t.Fatalf("event %+v before the keep-alive comment", ev)
+	}
+	if ev.data != "keep-alive" {
+		st.t.Fatalf("comment %q", ev.data)
+	}
+}
+
+// fetchRecords is a plain fetch's records, each as its raw JSON.
+func (s *sseServer) fetchRecords(query string) []json.RawMessage {
+	s.t.Helper()
+	var body struct {
+		Records []json.RawMessage `json:"records"`
+	}
+	if err := json.Unmarshal(s.call("GET", "/v1/topics/t/partitions/0/records?"+query, "", 200), &body); err != nil {
+		s.t.Fatal(err)
+	}
+	return body.Records
+}
+
+func checkOffsets(t *testing.T, evs []sseEvent, from int64) {
+	t.Helper()
+	for i, ev := range evs {
+		if want := strconv.FormatInt(from+int64(i), 10); ev.id != want {
+			t.Fatalf("event %d: id %q, want %s", i, ev.id, want)
+		}
+		var rec struct {
+			Offset int64 `json:"offset"`
+		}
+		if err := json.Unmarshal([]byte(ev.data), &rec); err != nil || rec.Offset != from+int64(i) {
+			t.Fatalf("event %d: data %s (%v), want offset %d", i, ev.data, err, from+int64(i))
+		}
+	}
+}
+
+func TestStreamEventsInOrderAcrossCommits(t *testing.T) {
+	s := newSSEServer(t, server.Config{}, nil)
+	s.call("POST", "/v1/topics", `{"name":"t"}`, 201)
+	s.produce("t", "a", "b <&> \u2028", "c")
+	// A value that is not UTF-8 and a tombstone, as the fetch renders them.
+	s.call("POST", "/v1/topics/t/partitions/0/records", `{"encoding":"base64","records":[{"key":"/w==","value":"gA=="},{"value":null}]}`, 200)
+
+	for _, enc := range []string{"utf8", "base64"} {
+		t.Run(enc, func(t *testing.T) {
+			st, code, body := s.open("offset=1&max_records=2&encoding="+enc, nil)
+			if st == nil {
+				t.Fatalf("%d %s", code, body)
+			}
+			evs := st.records(4)
+			checkOffsets(t, evs, 1)
+			want := s.fetchRecords("offset=1&encoding=" + enc)
+			for i, ev := range evs {
+				if ev.data != string(want[i]) {
+					t.Errorf("offset %d: stream data %s, fetch record %s", i+1, ev.data, want[i])
+				}
+			}
+		})
+	}
+
+	// Commits made while the stream waits arrive in order, none twice.
+	st, _, _ := s.open("offset=5", nil)
+	for round := 0; round < 5; round++ {
+		st.untilComment() // the stream is idle at the high watermark
+		s.produce("t", fmt.Sprint("r", round, "x"), fmt.Sprint("r", round, "y"))
+		checkOffsets(t, st.records(2), int64(5+2*round))
+	}
+	if got := s.s.Streams.Started(); got < 3 {
+		t.Errorf("Started %d, want at least 3", got)
+	}
+}
+
+func TestStreamLastEventID(t *testing.T) {
+	s := newSSEServer(t, server.Config{}, nil)
+	s.call("POST", "/v1/topics", `{"name":"t"}`, 201)
+	s.produce("t", "0", "1", "2", "3", "4")
+
+	// Last-Event-ID wins over offset: the stream starts after it.
+	st, code, body := s.open("offset=0", map[string]string{"Last-Event-ID": "2"})
+	if st == nil {
+		t.Fatalf("%d %s", code, body)
+	}
+	checkOffsets(t, st.records(2), 3)
+	st.close()
+
+	// After the last record: nothing until the next commit.
+	st, _, _ = s.open("offset=0", map[string]string{"Last-Event-ID": "4"})
+	st.untilComment()
+	s.produce("t", "5")
+	checkOffsets(t, st.records(1), 5)
+
+	for _, tc := range []struct {
+		query, id string
+		status    int
+		code      string
+	}{
+		{"offset=0", "x", 400, "invalid_request"},
+		{"offset=0", "-1", 400, "invalid_request"},
+		{"offset=0", "1.5", 400, "invalid_request"},
+		{"offset=0", "9223372036854775807", 400, "invalid_request"},
+		{"offset=x", "", 400, "invalid_request"},
+		{"", "", 400, "invalid_request"},
+		{"offset=0", "6", 416, "offset_out_of_range"}, // after 6 is 7 > high watermark 6
+		{"offset=7", "", 416, "offset_out_of_range"},
+		{"offset=0&max_records=0", "", 400, "invalid_request"},
+	} {
+		hdr := map[string]string{}
+		if tc.id != "" {
+			hdr["Last-Event-ID"] = tc.id
+		}
+		st, code, body := s.open(tc.query, hdr)
+		if st != nil {
+			t.Fatalf("%q Last-Event-ID %q: a stream, want %d", tc.query, tc.id, tc.status)
+		}
+		var e struct {
+			Error struct {
+				Code string `json:"code"`
+			} `json:"error"`
+			LogStartOffset *int64 `json:"log_start_offset"`
+			HighWatermark  *int64 `json:"high_watermark"`
+		}
+		if err := json.Unmarshal(body, &e); err != nil || code != tc.status || e.Error.Code != tc.code {
+			t.Errorf("%q Last-Event-ID %q: %d %s, want %d %s", tc.query, tc.id, code, body, tc.status, tc.code)
+		}
+		if tc.status == 416 && (e.HighWatermark == nil || *e.HighWatermark != 6 || e.LogStartOffset == nil) {
+			t.Errorf("416 without both offsets: %s", body)
+		}
+	}
+
+	// Unknown topic: the plain fetch's 404, before any stream.
+	req, _ := http.NewRequest("GET", s.URL+"/v1/topics/nope/partitions/0/records?offset=0", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	res, err := s.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 404 || !bytes.Contains(b, []byte("topic_not_found")) {
+		t.Errorf("unknown topic: %d %s", res.StatusCode, b)
+	}
+}
+
+func TestStreamDisconnectFreesTheStream(t *testing.T) {
+	s := newSSEServer(t, server.Config{}, nil)
+	s.call("POST", "/v1/topics", `{"name":"t"}`, 201)
+	stats := s.s.Streams
+	var streams []*sseStream
+	for range 3 {
+		st, _, _ := s.open("offset=0", nil)
+		st.untilComment()
+		streams = append(streams, st)
+	}
+	if err := stats.WaitActive(s.ctx(), 3); err != nil {
+		t.Fatal(err)
+	}
+	for i, st := range streams {
+		st.close() // the client goes away
+		if err := stats.WaitActive(s.ctx(), int64(2-i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Nothing of them is left: a delete (which waits for reads of the
+	// topic) goes through, and a new stream works.
+	s.call("DELETE", "/v1/topics/t", "", 204)
+}
+
+func TestStreamEndsWithErrorEvent(t *testing.T) {
+	s := newSSEServer(t, server.Config{}, nil)
+	s.call("POST", "/v1/topics", `{"name":"t"}`, 201)
+	s.produce("t", "a")
+	st, _, _ := s.open("offset=0", nil)
+	st.records(1)
+	st.untilComment()
+	s.call("DELETE", "/v1/topics/t", "", 204)
+	ev := nextNonComment(t, st)
+	if ev.event != "error" || !strings.Contains(ev.data, `"code":"topic_not_found"`) {
+		t.Fatalf("after delete: %+v, want an error event topic_not_found", ev)
+	}
+	if _, err := st.next(); err != io.EOF {
+		t.Fatalf("after the error event: %v, want the end of the stream", err)
+	}
+
+	// Shutdown: every stream ends with unavailable, and Shutdown does not
+	// wait for them.
+	s.call("POST", "/v1/topics", `{"name":"t"}`, 201)
+	st, _, _ = s.open("offset=0", nil)
+	st.untilComment()
+	shut, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Config.Shutdown(shut); err != nil {
+		t.Fatalf("Shutdown with a stream open: %v", err)
+	}
+	ev = nextNonComment(t, st)
+	var e struct {
+		Error struct{ Code, Message string }
+	}
+	if ev.event != "error" || json.Unmarshal([]byte(ev.data), &e) != nil || e.Error.Code != "unavailable" {
+		t.Fatalf("after shutdown: %+v, want an error event unavailable", ev)
+	}
+	if err := s.s.Streams.WaitActive(s.ctx(), 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func nextNonComment(t *testing.T, st *sseStream) sseEvent {
+	t.Helper()
+	for {
+		ev, err := st.next()
+		if err != nil {
+			t.Fatalf("stream: %v", err)
+		}
+		if !ev.comment {
+			return ev
+		}
+	}
+}
+
+// A stream outlives the http.Server's WriteTimeout and the body-read
+// timeout: it is read for several times either, then still delivers.
+func TestStreamOutlivesWriteAndBodyTimeouts(t *testing.T) {
+	const limit = 150 * time.Millisecond
+	s := newSSEServer(t, server.Config{BodyReadTimeout: limit}, func(hs *http.Server) { hs.WriteTimeout = limit })
+	s.call("POST", "/v1/topics", `{"name":"t"}`, 201)
+
+	// A body (which the stream discards) arms the body-read deadline.
+	ctx, cancel := context.WithCancel(s.ctx())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", s.URL+"/v1/topics/t/partitions/0/records?offset=0", strings.NewReader("ignored"))
+	req.Header.Set("Accept", "text/event-stream")
+	res, err := s.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != 200 {
+		b, _ := io.ReadAll(res.Body)
+		t.Fatalf("%d %s", res.StatusCode, b)
+	}
+	st := &sseStream{res: res, r: bufio.NewReader(res.Body), cancel: cancel, t: t}
+	start := time.Now()
+	for time.Since(start) < 4*limit {
+		st.untilComment()
+	}
+	s.produce("t", "late")
+	checkOffsets(t, st.records(1), 0)
+}
+
+// Without streaming (the Lambda functions' setting) the same request is a
+// plain fetch.
+func TestStreamDisabledAnswersPlainFetch(t *testing.T) {
+	s := newSSEServer(t, server.Config{DisableStreaming: true}, nil)
+	s.call("POST", "/v1/topics", `{"name":"t"}`, 201)
+	s.produce("t", "a")
+	st, code, body := s.open("offset=0", nil)
+	if st != nil {
+		t.Fatal("a stream with streaming disabled")
+	}
+	if code != 200 || !bytes.Contains(body, []byte(`"next_offset":1`)) {
+		t.Fatalf("%d %s, want the plain fetch", code, body)
+	}
+	if s.s.Streams != nil {
+		t.Error("Streams counted with streaming disabled")
+	}
+}
