@@ -235,3 +235,48 @@ func (s *server) writeFetchJSON(w http.ResponseWriter, r *http.Request, res *bro
 		jsonOutPool.Put(bp)
 	}
 }
+
+// appendProduceJSON appends the produce answer for res as writeProduce's
+// produceResponse encodes, when no record failed; ok is false (and dst
+// unchanged) when one did: writeProduce's encoding/json path answers
+// those, with their error bodies.
+func appendProduceJSON(dst []byte, res []broker.ProduceResult) (_ []byte, ok bool) {
+	for i := range res {
+		if res[i].Err != nil {
+			return dst, false
+		}
+	}
+	dst = append(dst, `{"offsets":[`...)
+	for i := range res {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"partition":`...)
+		dst = strconv.AppendInt(dst, int64(res[i].Partition), 10)
+		dst = append(dst, `,"offset":`...)
+		dst = strconv.AppendInt(dst, res[i].Offset, 10)
+		dst = append(dst, `,"timestamp":`...)
+		dst = strconv.AppendInt(dst, res[i].Timestamp, 10)
+		dst = append(dst, '}')
+	}
+	return append(dst, "],\"failed_record_count\":0}\n"...), true
+}
+
+// writeProduceJSON sends the 200 JSON produce answer for res if no
+// record failed, and reports whether it did.
+func (s *server) writeProduceJSON(w http.ResponseWriter, res []broker.ProduceResult) bool {
+	bp := jsonOutPool.Get().(*[]byte)
+	out, ok := appendProduceJSON((*bp)[:0], res)
+	if ok {
+		h := w.Header()
+		h.Set("Content-Type", contentTypeJSON)
+		h.Set("Content-Length", strconv.Itoa(len(out)))
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(out)
+	}
+	if cap(out) <= maxPooledBuffer {
+		*bp = out[:0]
+		jsonOutPool.Put(bp)
+	}
+	return ok
+}

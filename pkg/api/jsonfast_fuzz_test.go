@@ -156,3 +156,32 @@ func FuzzProduceJSON(f *testing.F) {
 		}
 	})
 }
+
+// FuzzProduceAnswerJSON holds appendProduceJSON to the encoding/json
+// produce answer, and checks it leaves answers with a failed record to
+// encoding/json.
+func FuzzProduceAnswerJSON(f *testing.F) {
+	f.Add(0, int64(41), int64(1764500000000), 3, false)
+	f.Add(-1, int64(-1), int64(-1), 1, true)
+	f.Add(1<<31-1, int64(1)<<62, int64(0), 0, false)
+	f.Fuzz(func(t *testing.T, part int, off, ts int64, n int, failOne bool) {
+		n = max(n%16, 0)
+		res := make([]broker.ProduceResult, n)
+		for i := range res {
+			res[i] = broker.ProduceResult{Partition: part + i, Offset: off + int64(i), Timestamp: ts}
+		}
+		if failOne && n > 0 {
+			res[n-1].Err = errors.New("boom")
+		}
+		got, ok := appendProduceJSON([]byte("x"), res)
+		if failOne && n > 0 {
+			if ok || string(got) != "x" {
+				t.Fatalf("a failed record was encoded: %q", got)
+			}
+			return
+		}
+		if want := produceJSONRef(res); !ok || !bytes.Equal(got[1:], want) {
+			t.Fatalf("\n got %q\nwant %q", got, want)
+		}
+	})
+}

@@ -92,3 +92,23 @@ func fetchJSONRef(res *broker.FetchResult, enc encoding) []byte {
 	}
 	return buf.Bytes()
 }
+
+// produceJSONRef is the produce answer as writeProduce wrote it with
+// encoding/json, for results without errors.
+func produceJSONRef(res []broker.ProduceResult) []byte {
+	out := produceResponse{Offsets: make([]produceOffset, len(res))}
+	nums := make([]int64, 2*len(res))
+	for i, pr := range res {
+		e := &out.Offsets[i]
+		e.Partition = pr.Partition
+		nums[2*i], nums[2*i+1] = pr.Offset, pr.Timestamp
+		e.Offset, e.Timestamp = &nums[2*i], &nums[2*i+1]
+	}
+	var buf bytes.Buffer
+	e := json.NewEncoder(&buf)
+	e.SetEscapeHTML(false)
+	if err := e.Encode(&out); err != nil {
+		panic(err)
+	}
+	return buf.Bytes()
+}

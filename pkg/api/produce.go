@@ -222,6 +222,9 @@ func (s *server) writeProduce(w http.ResponseWriter, r *http.Request, recs []bro
 		s.writeProduceBinary(w, r, res)
 		return
 	}
+	if s.writeProduceJSON(w, res) { // no record failed (jsonfast.go)
+		return
+	}
 	out := produceResponse{Offsets: make([]produceOffset, len(res))}
 	// One backing array for every offset and timestamp pointer.
 	nums := make([]int64, 2*len(res))

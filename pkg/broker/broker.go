@@ -451,6 +451,17 @@ func (b *Broker) DeleteTopic(ctx context.Context, name string) error {
 			return fmt.Errorf("%w: delete topic %q: fence partition %d: %w", ErrUnavailable, name, p, err)
 		}
 	}
+	// Readers with the incarnation cached take their view from the
+	// partitions' checkpoints, without reading the (now fenced) items:
+	// remove the checkpoints before the topic item goes, so no read that
+	// starts after it serves the old incarnation. A writer late with its
+	// checkpoint cannot create one again (partition.RemoveCheckpoint).
+	for p := 0; p < cfg.Partitions; p++ {
+		k := meta.PartitionKey{Topic: cfg.Name, TopicID: cfg.ID, Partition: p}
+		if err := partition.RemoveCheckpoint(b.cfg.FS, partition.Dir(b.cfg.DataDir, k)); err != nil {
+			return fmt.Errorf("%w: delete topic %q: partition %d: %w", ErrUnavailable, name, p, err)
+		}
+	}
 	if b.crashed("fence") {
 		return errCrashed
 	}

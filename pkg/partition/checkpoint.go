@@ -2,12 +2,15 @@ package partition
 
 import (
 	"encoding/binary"
+	"errors"
 	"hash/crc32"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/tierlog/tierlog/pkg/meta"
+	"github.com/tierlog/tierlog/pkg/segment"
 )
 
 // The committed checkpoint: after each commit the writer copies the
@@ -122,9 +125,15 @@ func (l *Log) writeCheckpoint(p *meta.Partition) {
 	if !ok {
 		return // too many segments for a slot: readers read the item
 	}
-	f, err := l.cfg.FS.OpenFile(filepath.Join(l.cfg.Dir, ckptName), os.O_RDWR|os.O_CREATE, 0o644)
+	// Never created here: a topic delete removes the file after fencing
+	// the items, and a writer whose commit applied before the fence must
+	// not bring it back (ensureCheckpoint creates it, after an acquire).
+	f, err := l.cfg.FS.OpenFile(filepath.Join(l.cfg.Dir, ckptName), os.O_RDWR, 0)
 	if err != nil {
-		l.cfg.Logger.Warn("checkpoint", "topic", l.cfg.Key.Topic, "partition", l.cfg.Key.Partition, "err", err)
+		l.ckptMissing = true
+		if !errors.Is(err, fs.ErrNotExist) {
+			l.cfg.Logger.Warn("checkpoint", "topic", l.cfg.Key.Topic, "partition", l.cfg.Key.Partition, "err", err)
+		}
 		return
 	}
 	defer f.Close()
@@ -138,6 +147,32 @@ func (l *Log) writeCheckpoint(p *meta.Partition) {
 	if _, err := f.WriteAt(b, off); err != nil {
 		l.cfg.Logger.Warn("checkpoint", "topic", l.cfg.Key.Topic, "partition", l.cfg.Key.Partition, "err", err)
 	}
+}
+
+// ensureCheckpoint creates the checkpoint file if this Log has not seen it,
+// right after an acquire: a file created here after a topic delete removed
+// it (an acquire that applied before the fence, a process slow since) stays
+// empty, since this epoch's commits all fail.
+func (l *Log) ensureCheckpoint() {
+	if !l.cfg.Checkpoint || !l.ckptMissing {
+		return
+	}
+	f, err := l.cfg.FS.OpenFile(filepath.Join(l.cfg.Dir, ckptName), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return
+	}
+	f.Close()
+	l.ckptMissing = false
+}
+
+// RemoveCheckpoint removes the checkpoint of the partition in dir (topic
+// delete): readers then read the item, which says the partition is deleted.
+func RemoveCheckpoint(fsys segment.FS, dir string) error {
+	err := fsys.Remove(filepath.Join(dir, ckptName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
 }
 
 // readCheckpoint returns the newest intact checkpoint, reusing the one read

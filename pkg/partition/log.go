@@ -282,14 +282,15 @@ type Log struct {
 	win     *window         // committed batch keys (window.go)
 	// winStale: the lease was acquired since the window was last read
 	// (while we hold it, our own commits are all there is).
-	winStale   bool
-	lastSealed *segment.ID     // the segment sealed (or dropped empty) by this acquire
-	acquiredAt time.Time       // when the lease was acquired
-	again      bool            // the last commit kept the lease for another round (chainRounds)
-	contended  time.Time       // until then, look at the lease before acquiring it
-	waiting    bool            // in waitTurn: our batches are staged
-	chained    int             // rounds run for staged batches since the lease was acquired
-	inUse      map[string]bool // keys of batches being appended here, under qmu
+	winStale    bool
+	lastSealed  *segment.ID     // the segment sealed (or dropped empty) by this acquire
+	acquiredAt  time.Time       // when the lease was acquired
+	ckptMissing bool            // the checkpoint file may not exist (ensureCheckpoint)
+	again       bool            // the last commit kept the lease for another round (chainRounds)
+	contended   time.Time       // until then, look at the lease before acquiring it
+	waiting     bool            // in waitTurn: our batches are staged
+	chained     int             // rounds run for staged batches since the lease was acquired
+	inUse       map[string]bool // keys of batches being appended here, under qmu
 
 	committed atomic.Pointer[view] // last view published: wakes waiters only
 
@@ -311,6 +312,7 @@ type Log struct {
 		v        *view
 		at       time.Time
 		verified time.Time
+		freshAt  time.Time // last item read
 	}
 }
 
@@ -336,7 +338,7 @@ type result struct {
 // the first Append does.
 func Open(ctx context.Context, cfg Config) (*Log, error) {
 	cfg.applyDefaults()
-	l := &Log{cfg: cfg, notify: make(chan struct{}), win: newWindow(), inUse: map[string]bool{}}
+	l := &Log{cfg: cfg, notify: make(chan struct{}), win: newWindow(), inUse: map[string]bool{}, ckptMissing: true}
 	p, err := cfg.Meta.Partition(ctx, cfg.Key)
 	if err != nil {
 		return nil, fmt.Errorf("partition %v: read state: %w", cfg.Key, err)
@@ -673,6 +675,7 @@ func (l *Log) ensureWriter(ctx context.Context) error {
 	trimSealed(&st)
 	l.holding, l.lease, l.lastSealed = true, st, nil
 	l.acquiredAt = l.cfg.Now()
+	l.ensureCheckpoint()
 	l.winStale = true
 	if fresh(&st) && l.cfg.Verify != nil {
 		if err := l.cfg.Verify(ctx); err != nil {
@@ -929,6 +932,14 @@ func (l *Log) view(ctx context.Context) (*view, error) {
 			}
 			return v, nil
 		}
+		// No checkpoint (a partition not written yet): reuse an item read
+		// made in the last ckptFresh, as a checkpoint read would be.
+		l.ckpt.Lock()
+		recent := l.cfg.Now().Sub(l.ckpt.freshAt) < ckptFresh
+		l.ckpt.Unlock()
+		if v := l.committed.Load(); recent && v != nil {
+			return v, nil
+		}
 	}
 	return l.freshView(ctx)
 }
@@ -951,6 +962,11 @@ func (l *Log) freshView(ctx context.Context) (*view, error) {
 	v := viewOf(&p)
 	if cur := l.committed.Load(); cur == nil || v.hw > cur.hw {
 		l.publish(&p) // another process committed: wake waiters
+	}
+	if l.cfg.Checkpoint {
+		l.ckpt.Lock()
+		l.ckpt.freshAt = l.cfg.Now()
+		l.ckpt.Unlock()
 	}
 	return v, nil
 }
@@ -1117,10 +1133,7 @@ func (l *Log) Wait(ctx context.Context, offset int64, d time.Duration) {
 		l.notifyMu.Lock()
 		ch := l.notify
 		l.notifyMu.Unlock()
-		v, err := l.view(ctx)
-		if err == nil && v.hw <= offset && l.cfg.Checkpoint && l.verifyDue() {
-			v, err = l.freshView(ctx)
-		}
+		v, err := l.waitView(ctx)
 		if err != nil || v.hw > offset {
 			return
 		}
@@ -1140,6 +1153,28 @@ const (
 	waitPollItem       = 100 * time.Millisecond
 	waitPollCheckpoint = 10 * time.Millisecond
 )
+
+// waitView is the view a long-poll looks at: without a checkpoint, the
+// item; with one, the checkpoint, and the item once per ckptVerify (the
+// checkpoint may be behind, or absent: a partition never written, or whose
+// writer crashed before its first checkpoint), else the last view seen.
+func (l *Log) waitView(ctx context.Context) (*view, error) {
+	if !l.cfg.Checkpoint {
+		return l.freshView(ctx)
+	}
+	if l.verifyDue() {
+		return l.freshView(ctx)
+	}
+	if v, ok := l.readCheckpoint(); ok {
+		if cur := l.committed.Load(); cur == nil || v.hw > cur.hw {
+			l.publishView(v)
+		}
+	}
+	if v := l.committed.Load(); v != nil {
+		return v, nil
+	}
+	return l.freshView(ctx)
+}
 
 // verifyDue reports whether a waiting reader should read the item now (at
 // most once per ckptVerify per Log).
