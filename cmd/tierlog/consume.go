@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -24,6 +25,7 @@ type consumeOpts struct {
 	group     string
 	count     int
 	follow    bool
+	stream    bool
 	exitAtEnd bool
 	format    string
 	json      bool
@@ -63,6 +65,10 @@ When to stop:
   -e, --exit          at the end of the log as it was when the command started
                       (with -c, at whichever comes first)
   --follow            never: tail the log until SIGINT or SIGTERM (exit 0)
+  --stream            with --follow (and without --group): tail over the
+                      server's event streams (Server-Sent Events), one per
+                      partition, instead of long polls; against a server that
+                      does not stream (API Gateway) it long-polls as before
 Without -c or --follow, at the end of the log, as with -e. Without -c, SIGINT
 and SIGTERM end consumption normally (exit 0, as kcat).
 
@@ -95,6 +101,7 @@ Output (-f, --format):
 	f.IntVarP(&o.count, "count", "c", 0, "exit after this many records")
 	f.BoolVarP(&o.exitAtEnd, "exit", "e", false, "exit at the end of the log (as it was at the start) even before --count")
 	f.BoolVar(&o.follow, "follow", false, "keep waiting for new records until interrupted")
+	f.BoolVar(&o.stream, "stream", false, "with --follow: receive records over event streams (SSE) instead of long polls")
 	f.StringVarP(&o.format, "format", "f", "plain", "output format: plain, json, or a template such as '%k\\t%s\\n'")
 	f.BoolVarP(&o.json, "json", "J", false, "JSON lines: the same as --format json")
 	f.StringVarP(&o.keySep, "key-separator", "K", "", "plain format: print key, SEP, value")
@@ -178,6 +185,9 @@ func runConsume(cmd *cobra.Command, o consumeOpts) error {
 	}
 	if o.follow && o.exitAtEnd {
 		return usagef("--follow and --exit contradict each other; give one")
+	}
+	if o.stream && (!o.follow || o.group != "") {
+		return usagef("--stream needs --follow and no --group (a stream commits no offsets)")
 	}
 	if o.wait < 0 || o.wait > 20*time.Second {
 		return usagef("--wait %v: want 0 to 20s", o.wait)
@@ -268,7 +278,25 @@ func runConsume(cmd *cobra.Command, o consumeOpts) error {
 	}
 	w := bufio.NewWriterSize(cmd.OutOrStdout(), 256<<10)
 	var printed int
-	runErr := consumeLoop(ctx, k, w, o, &pr, end, &printed)
+	var runErr error
+	if o.stream {
+		// The consumer found where each partition starts; streams go on
+		// from there.
+		starts := k.Positions()
+		k.Close(context.Background())
+		runErr = streamLoop(ctx, cl, w, o, &pr, starts, &printed)
+		if err := w.Flush(); err != nil && runErr == nil {
+			runErr = fmt.Errorf("write output: %w", err)
+		}
+		if runErr != nil && !isInterrupt(ctx, runErr) {
+			return runErr
+		}
+		if runErr != nil {
+			return o.interrupted(ctx, printed)
+		}
+		return nil
+	}
+	runErr = consumeLoop(ctx, k, w, o, &pr, end, &printed)
 	flushErr := w.Flush()
 
 	// Commit what was printed, even after an interrupt.
@@ -366,6 +394,65 @@ func consumeLoop(ctx context.Context, k *tlclient.Consumer, w *bufio.Writer, o c
 				return fmt.Errorf("commit offsets of group %s: %w", o.group, err)
 			}
 			lastCommit = time.Now()
+		}
+	}
+	return nil
+}
+
+// streamLoop follows every partition of starts over a client.Stream and
+// prints records as they come, until --count or ctx ends (an interrupt:
+// streamLoop returns ctx's error).
+func streamLoop(ctx context.Context, cl *tlclient.Client, w *bufio.Writer, o consumeOpts, pr *printer, starts map[int]int64, printed *int) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type item struct {
+		m   tlclient.Message
+		err error
+	}
+	ch := make(chan item, 256)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel() // before wg.Wait
+	for p, off := range starts {
+		st, err := cl.Stream(ctx, o.topic, p, off)
+		if err != nil {
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer st.Close()
+			for {
+				m, err := st.Next(ctx)
+				select {
+				case ch <- item{m, err}:
+				case <-ctx.Done():
+					return
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+	for o.count == 0 || *printed < o.count {
+		var it item
+		select {
+		case it = <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if it.err != nil {
+			return it.err
+		}
+		if err := pr.print(w, &it.m); err != nil {
+			return fmt.Errorf("write output: %w", err)
+		}
+		*printed++
+		if len(ch) == 0 { // nothing more at hand: show what came
+			if err := w.Flush(); err != nil {
+				return fmt.Errorf("write output: %w", err)
+			}
 		}
 	}
 	return nil
