@@ -290,7 +290,9 @@ func (s *scanner) records(allowPartition bool) ([]broker.ProduceRecord, bool) {
 	if !s.consume('[') {
 		return nil, false
 	}
-	recs := make([]broker.ProduceRecord, 0, 16)
+	// One allocation: every record opens with a '{' (values may hold
+	// more of them; the cap bounds the guess).
+	recs := make([]broker.ProduceRecord, 0, min(bytes.Count(s.b[s.i:], []byte{'{'}), broker.MaxBatchRecords))
 	for {
 		if len(recs) == broker.MaxBatchRecords || !s.consume('{') {
 			return nil, false

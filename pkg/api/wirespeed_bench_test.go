@@ -31,6 +31,7 @@ const wireClients = 4
 // at wire speed"), for 100 B and 1 KiB records in batches of 1000:
 //
 //	raw-fsync          one write+fsync of the batch's bytes on disk (RecordHeaderSize+size per record)
+//	engine-produce     Broker.ProducePartition in process: the same batch, no HTTP
 //	produce-json-utf8  POST of a pre-encoded JSON batch, utf8 values
 //	produce-json-b64   the same with "encoding":"base64" (what pkg/client sends)
 //	produce-binary     the same batch in the binary media type
@@ -80,6 +81,17 @@ func BenchmarkWireSpeed(b *testing.B) {
 		name := func(w string) string { return fmt.Sprintf("value=%d/%s", size, w) }
 
 		b.Run(name("raw-fsync"), func(b *testing.B) { rawFsync(b, b.TempDir(), batch*(segment.RecordHeaderSize+size), batch*size) })
+		b.Run(name("engine-produce"), func(b *testing.B) {
+			recs := make([]broker.ProduceRecord, batch)
+			for i := range recs {
+				recs[i] = broker.ProduceRecord{Value: value, Partition: -1}
+			}
+			b.SetBytes(int64(batch * size))
+			runClients(b, func(c int) error {
+				_, err := br.ProducePartition(ctx, topic, c, recs)
+				return err
+			})
+		})
 		for _, p := range []struct{ name, body, ct string }{
 			{"produce-json-utf8", "utf8", "application/json"},
 			{"produce-json-b64", "b64", "application/json"},
@@ -96,7 +108,26 @@ func BenchmarkWireSpeed(b *testing.B) {
 			})
 		}
 
-		// Fetch what was produced, one answer's worth at a time.
+		// Fetch what was produced (at least 4 MiB a partition, more
+		// when the produce workloads ran), one answer's worth at a time.
+		fill := make([]broker.ProduceRecord, batch)
+		for i := range fill {
+			fill[i] = broker.ProduceRecord{Value: value, Partition: -1}
+		}
+		for p := range wireClients {
+			for {
+				o, err := br.Offsets(ctx, topic, p)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if o.HighWatermark*int64(size) >= 4<<20 {
+					break
+				}
+				if _, err := br.ProducePartition(ctx, topic, p, fill); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
 		first, err := br.Fetch(ctx, broker.FetchRequest{Topic: topic, Partition: 0, Offset: 0, MaxRecords: broker.MaxFetchRecords, MaxBytes: 1 << 20})
 		if err != nil {
 			b.Fatal(err)
