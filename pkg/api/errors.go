@@ -142,7 +142,7 @@ func classify(err error, requestID string) classification {
 	case errors.As(err, &om):
 		// Nothing was appended; the client re-reads and decides.
 		cl := c(http.StatusConflict, codeOffsetMismatch, fmt.Sprintf(
-			"expected_offset %d does not match the partition's high watermark %d (high_watermark): nothing was appended",
+			"expected_offset %d does not match the partition's high watermark %d: nothing was appended",
 			om.Expected, om.HighWatermark))
 		hw := om.HighWatermark
 		cl.body.HighWatermark = &hw
