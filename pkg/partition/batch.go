@@ -142,6 +142,15 @@ func (l *Log) waitTurn(ctx context.Context, batch []*pending) {
 	}
 	if conditional {
 		p0, err = l.cfg.Meta.Partition(ctx, l.cfg.Key)
+		if err == nil && p0.Deleted {
+			// The incarnation is being deleted: its high watermark is no
+			// answer to a condition on the topic (which may be created
+			// again); the caller looks the topic up again.
+			for _, p := range batch {
+				finish(p, result{err: fmt.Errorf("%w: %v", ErrDeleted, l.cfg.Key)})
+			}
+			return
+		}
 		if err == nil {
 			err = l.win.refresh(l.cfg.FS, l.cfg.Dir, &p0, l.cfg.Now(), l.cfg.IdempotencyWindow)
 		}
@@ -346,6 +355,9 @@ func (l *Log) Committed(ctx context.Context, b Batch) (Appended, bool, error) {
 	cur, err := l.cfg.Meta.Partition(ctx, l.cfg.Key)
 	if err != nil {
 		return Appended{}, false, fmt.Errorf("%w: read state: %w", ErrUnavailable, err)
+	}
+	if cur.Deleted {
+		return Appended{}, false, fmt.Errorf("%w: %v", ErrDeleted, l.cfg.Key)
 	}
 	if err := l.win.refresh(l.cfg.FS, l.cfg.Dir, &cur, l.cfg.Now(), l.cfg.IdempotencyWindow); err != nil {
 		return Appended{}, false, fmt.Errorf("%w: read batch keys: %w", ErrUnavailable, err)
