@@ -175,13 +175,15 @@ func RemoveCheckpoint(fsys segment.FS, dir string) error {
 	return err
 }
 
-// readCheckpoint returns the newest intact checkpoint, reusing the one read
-// in the last ckptFresh.
-func (l *Log) readCheckpoint() (*view, bool) {
+// readCheckpoint returns the newest intact checkpoint; with reuse, the one
+// read in the last ckptFresh if any (the Log's long-polls share their
+// looks; a fetch reads the file itself, so that one that starts after a
+// topic delete removed the checkpoint never serves the old incarnation).
+func (l *Log) readCheckpoint(reuse bool) (*view, bool) {
 	now := l.cfg.Now()
 	l.ckpt.Lock()
 	defer l.ckpt.Unlock()
-	if l.ckpt.v != nil && now.Sub(l.ckpt.at) < ckptFresh {
+	if reuse && l.ckpt.v != nil && now.Sub(l.ckpt.at) < ckptFresh {
 		return l.ckpt.v, true
 	}
 	f, err := l.cfg.FS.OpenFile(filepath.Join(l.cfg.Dir, ckptName), os.O_RDONLY, 0)

@@ -312,7 +312,7 @@ type Log struct {
 		v        *view
 		at       time.Time
 		verified time.Time
-		freshAt  time.Time // last item read
+		emptyAt  time.Time // an item read found the partition empty
 	}
 }
 
@@ -922,7 +922,7 @@ func (l *Log) Close(ctx context.Context) error {
 // the embedded store this is a map read; on DynamoDB one consistent read.
 func (l *Log) view(ctx context.Context) (*view, error) {
 	if l.cfg.Checkpoint {
-		if v, ok := l.readCheckpoint(); ok {
+		if v, ok := l.readCheckpoint(false); ok {
 			cur := l.committed.Load()
 			if cur != nil && cur.hw > v.hw {
 				return cur, nil // a view is never older than one published
@@ -932,12 +932,15 @@ func (l *Log) view(ctx context.Context) (*view, error) {
 			}
 			return v, nil
 		}
-		// No checkpoint (a partition not written yet): reuse an item read
-		// made in the last ckptFresh, as a checkpoint read would be.
+		// No checkpoint: a partition never written (or not since the
+		// checkpoint was removed). An empty view read from the item in
+		// the last ckptFresh serves nothing, so reusing it cannot serve a
+		// deleted incarnation: many readers of a new partition cost one
+		// item read per ckptFresh, not one each.
 		l.ckpt.Lock()
-		recent := l.cfg.Now().Sub(l.ckpt.freshAt) < ckptFresh
+		recent := l.cfg.Now().Sub(l.ckpt.emptyAt) < ckptFresh
 		l.ckpt.Unlock()
-		if v := l.committed.Load(); recent && v != nil {
+		if v := l.committed.Load(); recent && v != nil && v.hw == 0 {
 			return v, nil
 		}
 	}
@@ -963,9 +966,9 @@ func (l *Log) freshView(ctx context.Context) (*view, error) {
 	if cur := l.committed.Load(); cur == nil || v.hw > cur.hw {
 		l.publish(&p) // another process committed: wake waiters
 	}
-	if l.cfg.Checkpoint {
+	if l.cfg.Checkpoint && v.hw == 0 {
 		l.ckpt.Lock()
-		l.ckpt.freshAt = l.cfg.Now()
+		l.ckpt.emptyAt = l.cfg.Now()
 		l.ckpt.Unlock()
 	}
 	return v, nil
@@ -1165,7 +1168,7 @@ func (l *Log) waitView(ctx context.Context) (*view, error) {
 	if l.verifyDue() {
 		return l.freshView(ctx)
 	}
-	if v, ok := l.readCheckpoint(); ok {
+	if v, ok := l.readCheckpoint(true); ok {
 		if cur := l.committed.Load(); cur == nil || v.hw > cur.hw {
 			l.publishView(v)
 		}

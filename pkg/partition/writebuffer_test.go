@@ -225,3 +225,28 @@ func TestKeyInUse(t *testing.T) {
 		t.Fatalf("staged files left: %v", names)
 	}
 }
+
+// A conditional batch that finds its partition fenced for a topic delete
+// answers ErrDeleted, not the deleted incarnation's high watermark.
+func TestConditionalOnDeletedIncarnation(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	l := e.open("a", false)
+	if _, err := l.Append(ctx, batch("a", 2)); err != nil {
+		t.Fatal(err)
+	}
+	// Another writer is waiting (a staged batch), so l joins the write
+	// buffer instead of acquiring; then the topic delete fences the item.
+	other := e.open("b", false)
+	if err := other.writeStaged(&staged{created: e.clock.now().UnixMilli(), expected: -1, origin: 1, key: "b:1", recs: batch("b", 1)}); err != nil {
+		t.Fatal(err)
+	}
+	l.contended = e.clock.now().Add(time.Minute)
+	if err := e.store.FencePartition(ctx, e.key); err != nil {
+		t.Fatal(err)
+	}
+	_, err := l.AppendBatch(ctx, Batch{Records: batch("c", 1), Expected: 5})
+	if !errors.Is(err, ErrDeleted) {
+		t.Fatalf("conditional append on a fenced partition: %v, want ErrDeleted", err)
+	}
+}
