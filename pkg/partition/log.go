@@ -410,7 +410,9 @@ func (l *Log) flush(ctx context.Context, batch []*pending) {
 const contendedFor = time.Second
 
 // maxChain bounds the rounds a Lambda-mode leader runs for other writers'
-// staged batches after its own, so its own request is not held long.
+// staged batches after its own, so its own request is not held long: at
+// most this many, and none that starts a tenth of the lease TTL after the
+// acquire (1 s by default; a round takes milliseconds).
 const maxChain = 4
 
 // chainRounds runs the rounds a Lambda-mode commit kept the lease for: each
@@ -570,7 +572,7 @@ func (l *Log) write(ctx context.Context, batch []*pending) ([]Appended, error) {
 	st.NextOffset = next
 	st.LastTS = ts
 	release := !l.cfg.HoldLease || l.othersWaiting()
-	if !l.cfg.HoldLease && l.chained < maxChain && l.moreStaged(others, remove) {
+	if !l.cfg.HoldLease && l.chained < maxChain && l.cfg.Now().Sub(l.acquiredAt) < l.cfg.LeaseTTL/10 && l.moreStaged(others, remove) {
 		// Lambda mode, with more batches staged since the listing: keep
 		// the lease for one more round (chainRounds) rather than release
 		// it to a crowd of waiters that would all try to acquire it.
