@@ -274,10 +274,6 @@ func (w *batchWriter) write(b []byte) error {
 	return nil
 }
 
-// undo forgets bytes written since size (they lie past the commit: the
-// next write overwrites them, and readers ignore them meanwhile).
-func (w *batchWriter) undo(size int64) { w.size = size }
-
 func (w *batchWriter) close() {
 	if w != nil && w.f != nil {
 		w.f.Close()
