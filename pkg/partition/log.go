@@ -572,8 +572,9 @@ func (l *Log) write(ctx context.Context, batch []*pending) ([]Appended, error) {
 	st.NextOffset = next
 	st.LastTS = ts
 	release := !l.cfg.HoldLease || l.othersWaiting()
-	if !l.cfg.HoldLease && l.chained < maxChain && l.cfg.Now().Sub(l.acquiredAt) < l.cfg.LeaseTTL/10 && l.moreStaged(others, remove) {
-		// Lambda mode, with more batches staged since the listing: keep
+	if !l.cfg.HoldLease && len(others) > 0 && l.chained < maxChain && l.cfg.Now().Sub(l.acquiredAt) < l.cfg.LeaseTTL/10 && l.moreStaged(others, remove) {
+		// Lambda mode, a round that took staged batches (others are
+		// writing), with more staged since the listing: keep
 		// the lease for one more round (chainRounds) rather than release
 		// it to a crowd of waiters that would all try to acquire it.
 		release = false
