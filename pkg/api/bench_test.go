@@ -23,21 +23,29 @@ func (w *discardWriter) Header() http.Header         { return w.h }
 func (w *discardWriter) WriteHeader(int)             {}
 func (w *discardWriter) Write(b []byte) (int, error) { return io.Discard.Write(b) }
 
-// BenchmarkFetch measures a 500-record fetch, one b.Run per value size and
-// encoding; bytes are the records' values.
-func BenchmarkFetch(b *testing.B) {
+// benchBroker is a broker on the embedded store in a temporary directory,
+// closed when b ends.
+func benchBroker(b *testing.B) *broker.Broker {
+	b.Helper()
 	root := b.TempDir()
 	store, err := local.Open(filepath.Join(root, "meta"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer store.Close()
-	ctx := context.Background()
-	br, err := broker.New(ctx, broker.Config{DataDir: filepath.Join(root, "data"), Meta: store})
+	b.Cleanup(func() { store.Close() })
+	br, err := broker.New(context.Background(), broker.Config{DataDir: filepath.Join(root, "data"), Meta: store})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer br.Close()
+	b.Cleanup(func() { br.Close() })
+	return br
+}
+
+// BenchmarkFetch measures a 500-record fetch, one b.Run per value size and
+// encoding; bytes are the records' values.
+func BenchmarkFetch(b *testing.B) {
+	ctx := context.Background()
+	br := benchBroker(b)
 	h := api.New(br)
 	const n = 500
 	for _, size := range []int{16, 256, 2048} {

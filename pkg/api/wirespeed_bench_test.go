@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/tierlog/tierlog/pkg/api"
 	"github.com/tierlog/tierlog/pkg/broker"
-	"github.com/tierlog/tierlog/pkg/meta/local"
 	"github.com/tierlog/tierlog/pkg/segment"
 	"github.com/tierlog/tierlog/pkg/wire"
 )
@@ -44,18 +42,8 @@ const wireClients = 4
 // them away; they do not decode them (that is the client's cost, not the
 // server's).
 func BenchmarkWireSpeed(b *testing.B) {
-	root := b.TempDir()
-	store, err := local.Open(filepath.Join(root, "meta"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer store.Close()
 	ctx := context.Background()
-	br, err := broker.New(ctx, broker.Config{DataDir: filepath.Join(root, "data"), Meta: store})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer br.Close()
+	br := benchBroker(b)
 	srv := httptest.NewServer(api.New(br))
 	defer srv.Close()
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * wireClients, DisableCompression: true}}
@@ -73,6 +61,7 @@ func BenchmarkWireSpeed(b *testing.B) {
 			"utf8": produceBody("utf8", batch, string(value)),
 			"b64":  produceBody("base64", batch, base64.StdEncoding.EncodeToString(value)),
 		}
+		var err error
 		if bodies["binary"], err = wire.AppendProduceRequest(nil, batch, func(int) wire.Record {
 			return wire.Record{Value: value, Partition: -1}
 		}); err != nil {
