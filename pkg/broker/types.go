@@ -95,6 +95,8 @@ type TopicSpec struct {
 	// Cold-tier read settings (an API.md extension).
 	CacheEnabled      *bool
 	ReadAheadSegments *int
+	// TimestampType is TimestampAppend (default) or TimestampCreate.
+	TimestampType *string
 }
 
 // Topic is a topic as stored.
@@ -102,11 +104,31 @@ type Topic = meta.TopicConfig
 
 // ProduceRecord is one record to append. Key nil: no key. Value nil:
 // tombstone. Partition < 0: choose by key hash, else round-robin.
+//
+// Headers are stored with the record in order. Timestamp is the producer's
+// event time (ms since the Unix epoch, >= 0), used only when HasTimestamp
+// is set: on a create-time topic it is the record's timestamp; on an
+// append-time topic a record carrying one is ErrInvalid.
 type ProduceRecord struct {
-	Key       []byte
-	Value     []byte
-	Partition int
+	Key          []byte
+	Value        []byte
+	Partition    int
+	Headers      []Header
+	Timestamp    int64
+	HasTimestamp bool
 }
+
+// Header is one record header (segment.Header).
+type Header = segment.Header
+
+// Timestamp types of a topic (TopicConfig.TimestampType), as Kafka's
+// message.timestamp.type: append time is the server's clock at append
+// (non-decreasing within a partition, DESIGN.md I6); create time is the
+// producer's, defaulting to the server's clock where a record has none.
+const (
+	TimestampAppend = "append"
+	TimestampCreate = "create"
+)
 
 // ProduceResult is the outcome of one record, in request order. Err is set
 // (and Offset is -1) when the record's partition batch failed.

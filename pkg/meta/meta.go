@@ -82,6 +82,9 @@ type TopicConfig struct {
 	CacheEnabled      bool  `json:"cache_enabled"`
 	ReadAheadSegments int   `json:"read_ahead_segments"`
 	CreatedMs         int64 `json:"created_ms"`
+	// TimestampType is "append" or "create" (broker.TimestampAppend,
+	// TimestampCreate); "" in items written before it existed means append.
+	TimestampType string `json:"timestamp_type,omitempty"`
 }
 
 // SegmentInfo describes one hot segment as committed. Size is the committed

@@ -40,12 +40,21 @@ var (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Record is one log entry. A nil Key means the record has no key; a nil
-// Value is a tombstone. Empty non-nil slices are kept as empty.
+// Value is a tombstone. Empty non-nil slices are kept as empty. Headers are
+// kept in order; nil and empty mean none.
 type Record struct {
 	Offset    int64
 	Timestamp int64
 	Key       []byte
 	Value     []byte
+	Headers   []Header
+}
+
+// Header is one record header, as in Kafka: keys may repeat, a nil Value is
+// a null header value (an empty non-nil one is kept as empty).
+type Header struct {
+	Key   string
+	Value []byte
 }
 
 // EncodedSize is the number of bytes r takes in a .log file.
