@@ -12,6 +12,7 @@
 //	topic      key "t#<topic>"                           TopicConfig
 //	partition  key "p#<topic>#<topic id>#<partition>"    Partition (lease + committed state)
 //	group      key "g#<group>#<topic>#<partition>"       GroupOffset
+//	group state key "G#<group>"                          GroupState (membership, registry)
 //	segment    key "s#<topic>#<topic id>#<partition>",
 //	           sorted by next offset                      CatalogEntry (cold tier)
 //
@@ -57,7 +58,8 @@ var (
 	// ErrFenced means the caller's epoch or ownership is no longer current:
 	// its commit did not happen.
 	ErrFenced = errors.New("meta: fenced")
-	// ErrConflict means a catalog entry exists with different contents.
+	// ErrConflict means a catalog entry exists with different contents,
+	// or a group state item is no longer at the version the caller read.
 	ErrConflict = errors.New("meta: conflict")
 	// ErrUnavailable means the store could not say whether a write happened
 	// (a timeout, throttling after retries). The caller must treat the
@@ -286,8 +288,75 @@ type Store interface {
 	// group or topic gives an empty list, not an error.
 	GroupOffsets(ctx context.Context, group, topic string) ([]GroupOffset, error)
 
+	// Group returns the group's state item, or the zero state (Version 0,
+	// Group filled in) if there is none.
+	Group(ctx context.Context, group string) (GroupState, error)
+	// PutGroup writes g if the item is still at g.Version (0: it must not
+	// exist), and sets the stored Version to g.Version+1; else
+	// ErrConflict and nothing is written. ErrUnavailable means the outcome
+	// is unknown (an adapter that finds the item at g.Version+1 with g's
+	// contents after an attempt of unknown outcome may answer success).
+	PutGroup(ctx context.Context, g GroupState) error
+	// DeleteGroup removes the group state item if it is at version, else
+	// ErrConflict (a missing item at version 0 is success). Offsets are
+	// the caller's to delete (DeleteGroupOffsets).
+	DeleteGroup(ctx context.Context, group string, version uint64) error
+	// Groups returns every group state item, sorted by group name.
+	Groups(ctx context.Context) ([]GroupState, error)
+	// DeleteGroupOffsets removes every offset of group for topic, one
+	// item at a time (not atomic); none is not an error.
+	DeleteGroupOffsets(ctx context.Context, group, topic string) error
+
 	// Close releases resources. The Store is unusable afterwards.
 	Close() error
+}
+
+// GroupState is a consumer group's one membership item: its members with
+// their session deadlines and assignments, the generation, and the topics
+// the group has committed offsets for (the registry a topic delete
+// consults to remove them). Every change is a read and one conditional
+// write of the whole item (PutGroup, on Version): no two writers both
+// succeed from one read.
+type GroupState struct {
+	Group string `json:"group"`
+	// Version is the item's write version: 0 for no item, bumped by each
+	// PutGroup.
+	Version uint64 `json:"version"`
+	// Generation is bumped whenever the members or the assignment change.
+	Generation int64 `json:"generation"`
+	// Members sorted by ID.
+	Members []GroupMember `json:"members,omitempty"`
+	// Sizes are the partition counts of the members' topics the current
+	// assignment was computed for: a topic that grew makes a rebalance.
+	Sizes []TopicSize `json:"sizes,omitempty"`
+	// OffsetTopics are the topics the group has (or had) committed offsets
+	// for, sorted: registered before the first commit for a topic.
+	OffsetTopics []string `json:"offset_topics,omitempty"`
+}
+
+// GroupMember is one member of a group.
+type GroupMember struct {
+	ID     string   `json:"id"`
+	Topics []string `json:"topics"` // subscribed, sorted
+	// SessionTimeoutMs is the member's session timeout; ExpiresMs the unix
+	// ms at which it is removed unless a heartbeat extends it.
+	SessionTimeoutMs int64 `json:"session_timeout_ms"`
+	ExpiresMs        int64 `json:"expires_ms"`
+	JoinedMs         int64 `json:"joined_ms"`
+	// Assignments, by topic (sorted), each with sorted partitions.
+	Assignments []TopicPartitions `json:"assignments,omitempty"`
+}
+
+// TopicPartitions is a set of partitions of one topic.
+type TopicPartitions struct {
+	Topic      string `json:"topic"`
+	Partitions []int  `json:"partitions"`
+}
+
+// TopicSize is a topic's partition count.
+type TopicSize struct {
+	Topic      string `json:"topic"`
+	Partitions int    `json:"partitions"`
 }
 
 // maxIncarnationName bounds IncarnationName: a file name is at most 255 bytes
@@ -304,4 +373,22 @@ func IncarnationName(topic, topicID string) string {
 		topic = topic[:n]
 	}
 	return topic + "~" + topicID
+}
+
+// Clone returns a deep copy of g.
+func (g GroupState) Clone() GroupState {
+	out := g
+	out.Members = nil
+	for _, m := range g.Members {
+		c := m
+		c.Topics = append([]string(nil), m.Topics...)
+		c.Assignments = nil
+		for _, a := range m.Assignments {
+			c.Assignments = append(c.Assignments, TopicPartitions{Topic: a.Topic, Partitions: append([]int{}, a.Partitions...)})
+		}
+		out.Members = append(out.Members, c)
+	}
+	out.Sizes = append([]TopicSize(nil), g.Sizes...)
+	out.OffsetTopics = append([]string(nil), g.OffsetTopics...)
+	return out
 }

@@ -22,6 +22,7 @@ const (
 	skState     = "state"
 	pkCatalog   = "s#"
 	pkGroup     = "g#"
+	pkGroups    = "groups" // group state items; sk is the escaped group name
 
 	attrTopic      = "topic"
 	attrTopicID    = "topic_id"
@@ -38,6 +39,8 @@ const (
 	attrLogStart   = "log_start_offset"
 	attrColdEnd    = "cold_end"
 	attrColdMs     = "cold_ms" // catalog entry; absent until MarkSegmentCold
+	attrGroup      = "group"   // group state item: the name
+	attrState      = "state"   // group state item: the GroupState as JSON, Version left out
 )
 
 // esc makes s safe as one "#"-separated key component.

@@ -60,6 +60,9 @@
 //	{"op":"put_part","part":{...meta.Partition}}
 //	{"op":"del_part","key":{"topic":"orders","topic_id":"...","partition":3}}
 //	{"op":"put_offsets","group":"g1","offsets":[{...meta.GroupOffset},...]}
+//	{"op":"del_offsets","group":"g1","name":"orders"}   every offset of g1 for topic orders
+//	{"op":"put_group","gstate":{...meta.GroupState}}  the whole item, Version already bumped
+//	{"op":"del_group","group":"g1"}
 //	{"op":"end","count":42}     snapshot only: the last frame, count of frames before it
 //	{"op":"closed","size":9000} CLOSED only: its one frame, the journal's length
 //

@@ -37,6 +37,9 @@ const (
 	opDelPart    = "del_part"
 	opPutOffsets = "put_offsets"
 	opPutSeg     = "put_seg"
+	opPutGroup   = "put_group"
+	opDelGroup   = "del_group"
+	opDelOffsets = "del_offsets"
 	opDelSeg     = "del_seg"
 	opEnd        = "end"
 	opClosed     = "closed" // the close record's only frame (CLOSED)
@@ -192,6 +195,7 @@ type entry struct {
 	Count   int64              `json:"count,omitempty"`
 	Seg     *meta.CatalogEntry `json:"seg,omitempty"`
 	Size    int64              `json:"size,omitempty"` // closed: the journal's length
+	GState  *meta.GroupState   `json:"gstate,omitempty"`
 }
 
 // partKey is meta.PartitionKey as written in an entry.
@@ -216,6 +220,10 @@ func decodeEntry(payload []byte, pos int) (*entry, error) {
 		ok = e.Key != nil
 	case opPutSeg, opDelSeg:
 		ok = e.Key != nil && e.Seg != nil
+	case opPutGroup:
+		ok = e.GState != nil
+	case opDelGroup, opDelOffsets:
+		ok = e.Group != ""
 	case opDelTopic, opPutOffsets, opEnd, opClosed:
 		ok = true
 	}

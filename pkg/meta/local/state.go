@@ -17,6 +17,7 @@ type state struct {
 	parts  map[meta.PartitionKey]meta.Partition
 	groups map[string]map[string]map[int]meta.GroupOffset    // group -> topic -> partition
 	segs   map[meta.PartitionKey]map[int64]meta.CatalogEntry // by NextOffset
+	gstate map[string]meta.GroupState                        // group state items
 }
 
 func newState() state {
@@ -25,6 +26,7 @@ func newState() state {
 		parts:  map[meta.PartitionKey]meta.Partition{},
 		groups: map[string]map[string]map[int]meta.GroupOffset{},
 		segs:   map[meta.PartitionKey]map[int64]meta.CatalogEntry{},
+		gstate: map[string]meta.GroupState{},
 	}
 }
 
@@ -54,6 +56,12 @@ func (st *state) apply(e *entry) error {
 			}
 			parts[o.Partition] = o
 		}
+	case opPutGroup:
+		st.gstate[e.GState.Group] = e.GState.Clone()
+	case opDelGroup:
+		delete(st.gstate, e.Group)
+	case opDelOffsets:
+		delete(st.groups[e.Group], e.Name)
 	case opPutSeg:
 		k := meta.PartitionKey(*e.Key)
 		if st.segs[k] == nil {
@@ -105,6 +113,10 @@ func (st *state) entries() []*entry {
 		for _, topic := range sortedKeys(st.groups[g]) {
 			out = append(out, &entry{Op: opPutOffsets, Group: g, Offsets: sortedOffsets(st.groups[g][topic])})
 		}
+	}
+	for _, g := range sortedKeys(st.gstate) {
+		gs := st.gstate[g].Clone()
+		out = append(out, &entry{Op: opPutGroup, GState: &gs})
 	}
 	return out
 }

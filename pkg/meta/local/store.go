@@ -530,3 +530,65 @@ type pathlessError struct {
 
 func (e *pathlessError) Error() string { return e.msg }
 func (e *pathlessError) Unwrap() error { return e.err }
+
+// Group implements meta.Store.
+func (s *Store) Group(ctx context.Context, group string) (meta.GroupState, error) {
+	out := meta.GroupState{Group: group}
+	err := s.read(ctx, func(st *state) error {
+		if g, ok := st.gstate[group]; ok {
+			out = g.Clone()
+		}
+		return nil
+	})
+	return out, err
+}
+
+// PutGroup implements meta.Store: one put_group entry with the whole item.
+func (s *Store) PutGroup(ctx context.Context, g meta.GroupState) error {
+	next := g.Clone()
+	next.Version = g.Version + 1
+	return s.mutate(ctx, func(st *state) (*entry, error) {
+		if cur := st.gstate[g.Group]; cur.Version != g.Version {
+			return nil, fmt.Errorf("%w: group %q is at version %d, not %d", meta.ErrConflict, g.Group, cur.Version, g.Version)
+		}
+		return &entry{Op: opPutGroup, GState: &next}, nil
+	})
+}
+
+// DeleteGroup implements meta.Store.
+func (s *Store) DeleteGroup(ctx context.Context, group string, version uint64) error {
+	return s.mutate(ctx, func(st *state) (*entry, error) {
+		cur, ok := st.gstate[group]
+		if cur.Version != version {
+			return nil, fmt.Errorf("%w: group %q is at version %d, not %d", meta.ErrConflict, group, cur.Version, version)
+		}
+		if !ok {
+			return nil, nil
+		}
+		return &entry{Op: opDelGroup, Group: group}, nil
+	})
+}
+
+// Groups implements meta.Store.
+func (s *Store) Groups(ctx context.Context) ([]meta.GroupState, error) {
+	var out []meta.GroupState
+	err := s.read(ctx, func(st *state) error {
+		out = make([]meta.GroupState, 0, len(st.gstate))
+		for _, name := range sortedKeys(st.gstate) {
+			out = append(out, st.gstate[name].Clone())
+		}
+		return nil
+	})
+	return out, err
+}
+
+// DeleteGroupOffsets implements meta.Store: one del_offsets entry, or
+// nothing when the group has no offsets for topic.
+func (s *Store) DeleteGroupOffsets(ctx context.Context, group, topic string) error {
+	return s.mutate(ctx, func(st *state) (*entry, error) {
+		if len(st.groups[group][topic]) == 0 {
+			return nil, nil
+		}
+		return &entry{Op: opDelOffsets, Group: group, Name: topic}, nil
+	})
+}

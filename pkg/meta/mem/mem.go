@@ -20,6 +20,8 @@ type Store struct {
 	parts  map[meta.PartitionKey]meta.Partition
 	groups map[string]map[string]map[int]meta.GroupOffset    // group -> topic -> partition
 	segs   map[meta.PartitionKey]map[int64]meta.CatalogEntry // by NextOffset
+	// gstates are the group state items.
+	gstates map[string]meta.GroupState
 }
 
 var _ meta.Store = (*Store)(nil)
@@ -282,3 +284,61 @@ func (s *Store) GroupOffsets(_ context.Context, group, topic string) ([]meta.Gro
 
 // Close implements meta.Store.
 func (s *Store) Close() error { return nil }
+
+// Group implements meta.Store.
+func (s *Store) Group(_ context.Context, group string) (meta.GroupState, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if g, ok := s.gstates[group]; ok {
+		return g.Clone(), nil
+	}
+	return meta.GroupState{Group: group}, nil
+}
+
+// PutGroup implements meta.Store.
+func (s *Store) PutGroup(_ context.Context, g meta.GroupState) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gstates == nil {
+		s.gstates = map[string]meta.GroupState{}
+	}
+	cur := s.gstates[g.Group]
+	if cur.Version != g.Version {
+		return fmt.Errorf("%w: group %q is at version %d, not %d", meta.ErrConflict, g.Group, cur.Version, g.Version)
+	}
+	g = g.Clone()
+	g.Version++
+	s.gstates[g.Group] = g
+	return nil
+}
+
+// DeleteGroup implements meta.Store.
+func (s *Store) DeleteGroup(_ context.Context, group string, version uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur := s.gstates[group]; cur.Version != version {
+		return fmt.Errorf("%w: group %q is at version %d, not %d", meta.ErrConflict, group, cur.Version, version)
+	}
+	delete(s.gstates, group)
+	return nil
+}
+
+// Groups implements meta.Store.
+func (s *Store) Groups(context.Context) ([]meta.GroupState, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]meta.GroupState, 0, len(s.gstates))
+	for _, g := range s.gstates {
+		out = append(out, g.Clone())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Group < out[j].Group })
+	return out, nil
+}
+
+// DeleteGroupOffsets implements meta.Store.
+func (s *Store) DeleteGroupOffsets(_ context.Context, group, topic string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.groups[group], topic)
+	return nil
+}
