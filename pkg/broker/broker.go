@@ -465,6 +465,11 @@ func (b *Broker) DeleteTopic(ctx context.Context, name string) error {
 	if b.crashed("fence") {
 		return errCrashed
 	}
+	// Every group's offsets of the topic go before the topic item, so a
+	// failure here leaves the delete to be retried on a topic still listed.
+	if err := b.deleteTopicOffsets(ctx, name); err != nil {
+		return fmt.Errorf("delete topic %q: group offsets: %w", name, err)
+	}
 	if err := b.cfg.Meta.DeleteTopic(ctx, name, cfg.ID); err != nil {
 		if errors.Is(err, meta.ErrNotFound) {
 			return fmt.Errorf("%w: %q", ErrTopicNotFound, name)
@@ -797,66 +802,6 @@ func (b *Broker) offsetForTime(ctx context.Context, t *topic, l *partition.Log, 
 		return TimeOffset{}, err
 	}
 	return TimeOffset{Offset: off, Timestamp: at, Found: found}, nil
-}
-
-// CommitGroupOffsets stores group offsets after checking each is within its
-// partition's [log start, high watermark]. Nothing is stored unless all are.
-func (b *Broker) CommitGroupOffsets(ctx context.Context, group string, offsets []meta.GroupOffset) error {
-	if len(offsets) == 0 {
-		return fmt.Errorf("%w: no offsets", ErrInvalid)
-	}
-	offsets = append([]meta.GroupOffset(nil), offsets...)
-	hws := make([]int64, len(offsets))
-	for i, o := range offsets {
-		id, bounds, err := b.topicOffsets(ctx, o.Topic, o.Partition)
-		if err != nil {
-			return err
-		}
-		if o.Offset < bounds.LogStartOffset || o.Offset > bounds.HighWatermark {
-			return &OffsetOutOfRangeError{Offset: o.Offset, LogStartOffset: bounds.LogStartOffset, HighWatermark: bounds.HighWatermark}
-		}
-		offsets[i].TopicID = id // offsets belong to this incarnation only
-		hws[i] = bounds.HighWatermark
-	}
-	if err := b.cfg.Meta.CommitOffsets(ctx, group, offsets); err != nil {
-		return metaErr(fmt.Sprintf("commit offsets of group %q", group), err)
-	}
-	for i, o := range offsets {
-		b.lags.record(group, o.Topic, o.Partition, hws[i]-o.Offset)
-	}
-	return nil
-}
-
-// GroupOffsets returns a group's offsets for a topic with each partition's
-// lag (high watermark minus the committed offset).
-func (b *Broker) GroupOffsets(ctx context.Context, group, topicName string) ([]GroupOffset, error) {
-	t, err := b.acquire(ctx, topicName)
-	if err != nil {
-		return nil, err
-	}
-	defer t.release()
-	offs, err := b.cfg.Meta.GroupOffsets(ctx, group, topicName)
-	if err != nil {
-		return nil, metaErr(fmt.Sprintf("read offsets of group %q", group), err)
-	}
-	out := make([]GroupOffset, 0, len(offs))
-	for _, o := range offs {
-		if (o.TopicID != "" && o.TopicID != t.cfg.ID) || o.Partition >= t.cfg.Partitions {
-			continue // left from an earlier topic of that name: deleted with it
-		}
-		l, err := t.part(ctx, o.Partition)
-		if err != nil {
-			return nil, err
-		}
-		bounds, err := l.Bounds(ctx)
-		if err != nil {
-			return nil, mapErr(err)
-		}
-		lag := max(bounds.HighWatermark-o.Offset, 0)
-		b.lags.record(group, topicName, o.Partition, lag)
-		out = append(out, GroupOffset{GroupOffset: o, Lag: lag})
-	}
-	return out, nil
 }
 
 // PartitionState is one open partition's bounds as last seen by this
