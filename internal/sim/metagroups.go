@@ -39,3 +39,8 @@ func (c *MetaClient) Groups(ctx context.Context) ([]meta.GroupState, error) {
 func (c *MetaClient) DeleteGroupOffsets(ctx context.Context, group, topic string) error {
 	return c.write(opMetaW, "delete offsets "+group+" "+topic, func() error { return c.n.inner.DeleteGroupOffsets(bg, group, topic) })
 }
+
+// UpdateTopic implements meta.Store.
+func (c *MetaClient) UpdateTopic(ctx context.Context, old, t meta.TopicConfig) error {
+	return c.write(opMetaW, "update topic "+t.Name+" "+t.ID, func() error { return c.n.inner.UpdateTopic(bg, old, t) })
+}

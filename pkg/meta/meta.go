@@ -217,6 +217,14 @@ type Store interface {
 	// one. Partition and group items are left for the caller.
 	DeleteTopic(ctx context.Context, name, id string) error
 
+	// UpdateTopic replaces the topic item with t if the stored one is
+	// incarnation t.ID with old.Partitions partitions, else ErrConflict
+	// (ErrNotFound when no topic has the name or it is another
+	// incarnation). The partition count in the condition makes growth
+	// safe against a concurrent update (a count never shrinks); the other
+	// fields are last writer wins.
+	UpdateTopic(ctx context.Context, old, t TopicConfig) error
+
 	// Partition returns the partition item, or the zero state (Epoch 0,
 	// LastTS -1) with the key filled in if none exists yet.
 	Partition(ctx context.Context, k PartitionKey) (Partition, error)

@@ -180,3 +180,40 @@ func (s *Store) DeleteGroupOffsets(ctx context.Context, group, topic string) err
 	}
 	return errors.Join(errs...)
 }
+
+// UpdateTopic implements meta.Store: one PutItem IF id = :id AND
+// partitions = :old.
+func (s *Store) UpdateTopic(ctx context.Context, old, t meta.TopicConfig) error {
+	if old.ID != t.ID {
+		return fmt.Errorf("%w: topic %q id %s", meta.ErrNotFound, t.Name, t.ID)
+	}
+	item, err := encodeMap(t, pkTopics, skTopic+esc(t.Name))
+	if err != nil {
+		return err
+	}
+	res, err := s.call(ctx, opPutItem, true, func(ctx context.Context, o ...func(*dynamodb.Options)) error {
+		_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName:                 s.table,
+			Item:                      item,
+			ConditionExpression:       aws.String("attribute_exists(#pk) AND #id = :id AND #parts = :parts"),
+			ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#id": "id", "#parts": "partitions"},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":id": str(t.ID), ":parts": num(old.Partitions)},
+		}, o...)
+		return err
+	})
+	if !isCondition(err) {
+		return err
+	}
+	cur, gerr := s.Topic(ctx, t.Name)
+	switch {
+	case res.ambiguous && gerr == nil && cur == t:
+		return nil // our own earlier attempt
+	case errors.Is(gerr, meta.ErrNotFound) || (gerr == nil && cur.ID != t.ID):
+		return fmt.Errorf("%w: topic %q id %s", meta.ErrNotFound, t.Name, t.ID)
+	case gerr != nil:
+		return gerr
+	case res.ambiguous:
+		return fmt.Errorf("%w: update topic %q: condition failed after an attempt of unknown outcome", meta.ErrUnavailable, t.Name)
+	}
+	return fmt.Errorf("%w: topic %q has %d partitions, not %d", meta.ErrConflict, t.Name, cur.Partitions, old.Partitions)
+}

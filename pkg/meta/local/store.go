@@ -592,3 +592,17 @@ func (s *Store) DeleteGroupOffsets(ctx context.Context, group, topic string) err
 		return &entry{Op: opDelOffsets, Group: group, Name: topic}, nil
 	})
 }
+
+// UpdateTopic implements meta.Store: one put_topic entry.
+func (s *Store) UpdateTopic(ctx context.Context, old, t meta.TopicConfig) error {
+	return s.mutate(ctx, func(st *state) (*entry, error) {
+		cur, ok := st.topics[t.Name]
+		if !ok || cur.ID != t.ID || old.ID != t.ID {
+			return nil, fmt.Errorf("%w: topic %q id %s", meta.ErrNotFound, t.Name, t.ID)
+		}
+		if cur.Partitions != old.Partitions {
+			return nil, fmt.Errorf("%w: topic %q has %d partitions, not %d", meta.ErrConflict, t.Name, cur.Partitions, old.Partitions)
+		}
+		return &entry{Op: opPutTopic, Topic: &t}, nil
+	})
+}

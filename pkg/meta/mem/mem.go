@@ -342,3 +342,18 @@ func (s *Store) DeleteGroupOffsets(_ context.Context, group, topic string) error
 	delete(s.groups[group], topic)
 	return nil
 }
+
+// UpdateTopic implements meta.Store.
+func (s *Store) UpdateTopic(_ context.Context, old, t meta.TopicConfig) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.topics[t.Name]
+	if !ok || cur.ID != t.ID || old.ID != t.ID {
+		return fmt.Errorf("%w: topic %q id %s", meta.ErrNotFound, t.Name, t.ID)
+	}
+	if cur.Partitions != old.Partitions {
+		return fmt.Errorf("%w: topic %q has %d partitions, not %d", meta.ErrConflict, t.Name, cur.Partitions, old.Partitions)
+	}
+	s.topics[t.Name] = t
+	return nil
+}

@@ -205,3 +205,33 @@ func testGroupDeleteOffsets(t *testing.T, s meta.Store) {
 	must(t, "GroupOffsets", err)
 	mustEqual(t, "GroupOffsets after re-commit", got, offs[:1])
 }
+
+func init() {
+	cases = append(cases,
+		testCase{"Topic/Update", testTopicUpdate},
+	)
+}
+
+func testTopicUpdate(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	orig := topic("orders", "id-1", 2)
+	must(t, "CreateTopic", s.CreateTopic(ctx, orig))
+	next := orig
+	next.Partitions, next.RetentionMs, next.CacheEnabled = 5, 1000, false
+	must(t, "UpdateTopic", s.UpdateTopic(ctx, orig, next))
+	got, err := s.Topic(ctx, "orders")
+	must(t, "Topic", err)
+	mustEqual(t, "Topic after update", got, next)
+	// A writer that read 2 partitions loses: the count never goes back.
+	back := orig
+	back.Partitions = 3
+	mustIs(t, "UpdateTopic from a stale count", s.UpdateTopic(ctx, orig, back), meta.ErrConflict)
+	other := next
+	other.ID = "id-2"
+	mustIs(t, "UpdateTopic of another incarnation", s.UpdateTopic(ctx, other, other), meta.ErrNotFound)
+	missing := topic("nope", "id-9", 1)
+	mustIs(t, "UpdateTopic of a missing topic", s.UpdateTopic(ctx, missing, missing), meta.ErrNotFound)
+	got, err = s.Topic(ctx, "orders")
+	must(t, "Topic", err)
+	mustEqual(t, "Topic after refused updates", got, next)
+}
