@@ -11,16 +11,18 @@ import (
 // Summary describes a whole, verified segment: what the cold tier's
 // artifact needs besides the bytes.
 type Summary struct {
+	Header     FileHeader // the segment's file header (version, flags)
 	NextOffset int64
-	FirstTS    int64  // -1 when empty
-	LastTS     int64  // -1 when empty
+	FirstTS    int64  // smallest timestamp; -1 when empty
+	LastTS     int64  // largest timestamp; -1 when empty
 	Offsets    []byte // encoded offset index, rebuilt by the writer's rule
 	Times      []byte // encoded time index
 }
 
 // Summarize scans segment id in ra below limit, checking the file header
 // (magic, version, CRC, base offset and epoch), every CRC, dense offsets
-// from id.Base and non-decreasing timestamps, and rebuilds both sparse
+// from id.Base and, in an append-time segment, non-decreasing timestamps,
+// and rebuilds both sparse
 // indexes exactly as a Writer with the given interval would have written
 // them. It is how the compactor turns a sealed hot segment into an artifact
 // without trusting the hot index files. Damaged records are a *DamageError;
@@ -34,26 +36,28 @@ func Summarize(ra io.ReaderAt, id ID, limit int64, interval int) (Summary, error
 	if err != nil {
 		return Summary{}, wrapID(id, err)
 	}
-	if _, err := checkFileHeader(b, id); err != nil {
+	h, _, err := checkFileHeader(b, id)
+	if err != nil {
 		return Summary{}, wrapID(id, err)
 	}
-	s := Summary{FirstTS: -1, LastTS: -1}
+	s := Summary{Header: h, FirstTS: -1, LastTS: -1}
+	ordered := !h.CreateTime()
 	since := int64(0)
 	end, next, err := scan(ra, FileHeaderSize, limit, id.Base, func(r *Record, pos int64) error {
-		if r.Timestamp < s.LastTS {
+		if r.Timestamp < s.LastTS && ordered {
 			return fmt.Errorf("%w: timestamp %d before %d at offset %d", ErrCorrupt, r.Timestamp, s.LastTS, r.Offset)
 		}
+		if s.FirstTS < 0 || r.Timestamp < s.FirstTS {
+			s.FirstTS = r.Timestamp
+		}
+		s.LastTS = max(s.LastTS, r.Timestamp)
 		if since >= int64(interval) {
 			rel := uint32(r.Offset - id.Base)
 			s.Offsets = index.AppendOffset(s.Offsets, index.OffsetEntry{Rel: rel, Pos: uint32(pos)})
-			s.Times = index.AppendTime(s.Times, index.TimeEntry{Timestamp: r.Timestamp, Rel: rel})
+			s.Times = index.AppendTime(s.Times, index.TimeEntry{Timestamp: s.LastTS, Rel: rel})
 			since = 0
 		}
 		since += int64(EncodedSize(r))
-		if s.FirstTS < 0 {
-			s.FirstTS = r.Timestamp
-		}
-		s.LastTS = r.Timestamp
 		return nil
 	})
 	var d *damageAt
@@ -86,7 +90,7 @@ func DecodeRecords(b []byte, from int64, maxRecords, maxBytes int) ([]Record, bo
 	var slab []byte
 	total := 0
 	for len(b) > 0 && len(out) < maxRecords {
-		r, n, err := DecodeRecord(b)
+		r, n, err := decodeRecord(b)
 		if errors.Is(err, ErrTruncated) {
 			return out, true, nil
 		}

@@ -284,7 +284,7 @@ func TestReadDamagedHeader(t *testing.T) {
 	s := newDamagedSegment(t)
 	otherEpoch := AppendFileHeader(nil, FileHeader{Version: Version, BaseOffset: testID.Base, Epoch: testID.Epoch + 1})
 	otherVersion := AppendFileHeader(nil, FileHeader{Version: Version, BaseOffset: testID.Base, Epoch: testID.Epoch})
-	otherVersion[4] = 2
+	otherVersion[4] = 3
 	binary.LittleEndian.PutUint32(otherVersion[28:], crc32.Checksum(otherVersion[:28], castagnoli))
 	for _, tc := range []struct {
 		name    string

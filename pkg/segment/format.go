@@ -14,17 +14,37 @@ const (
 	RecordHeaderSize = 28
 	// FileHeaderSize is the size of the header at the start of every .log file.
 	FileHeaderSize = 32
-	// Version is the .log format version written in the file header.
-	Version = 1
+	// Version is the .log format version Create writes in the file header.
+	// Version 2 added record headers and the create-time flag; version 1
+	// files (no headers, append time) are read as they are.
+	Version = 2
+	// Version1 is the first .log format version: records without headers,
+	// timestamps assigned at append.
+	Version1 = 1
+	// MaxHeaders bounds the headers of one record the format can hold
+	// (the API allows far fewer).
+	MaxHeaders = 1<<16 - 1
+	// MaxHeaderKey bounds a header key the format can hold.
+	MaxHeaderKey = 1<<16 - 1
 	// MaxBodySize bounds key+value of one record. The API caps a record at
 	// 1 MiB; the decoder refuses anything larger than this before allocating.
 	MaxBodySize = 8 << 20
 
 	fileMagic = "TLSG"
 
-	keyAbsent = 1 << 31
-	valueNull = 1 << 30
-	keyLenMax = 1<<30 - 1
+	keyAbsent  = 1 << 31
+	valueNull  = 1 << 30
+	hasHeaders = 1 << 29 // version 2: the body starts with a headers block
+	keyLenMax  = 1<<29 - 1
+
+	headerNull = ^uint32(0) // a header value length meaning null
+
+	// File header flags (version 2).
+
+	// FlagCreateTime marks a segment of a create-time topic: timestamps
+	// are the producers' and may decrease from one record to the next.
+	FlagCreateTime = 1 << 0
+	knownFlags     = FlagCreateTime
 )
 
 var (
@@ -48,6 +68,11 @@ type Record struct {
 	Key       []byte
 	Value     []byte
 	Headers   []Header
+
+	// raw is the encoded headers block (count and headers) of a record a
+	// scan decoded without building Headers; nil otherwise. Records handed
+	// out (Read, DecodeRecord, DecodeRecords) never carry it.
+	raw []byte
 }
 
 // Header is one record header, as in Kafka: keys may repeat, a nil Value is
@@ -59,15 +84,33 @@ type Header struct {
 
 // EncodedSize is the number of bytes r takes in a .log file.
 func EncodedSize(r *Record) int {
-	return RecordHeaderSize + len(r.Key) + len(r.Value)
+	return RecordHeaderSize + len(r.Key) + len(r.Value) + headersSize(r)
+}
+
+// headersSize is the size of r's headers block: zero without headers.
+func headersSize(r *Record) int {
+	if r.raw != nil {
+		return len(r.raw)
+	}
+	if len(r.Headers) == 0 {
+		return 0
+	}
+	n := 2
+	for i := range r.Headers {
+		n += 6 + len(r.Headers[i].Key) + len(r.Headers[i].Value)
+	}
+	return n
 }
 
 // AppendRecord appends the encoding of r to dst and returns the extended
 // slice. Layout (little-endian, see the package doc):
 //
-//	| offset 8 | size 4 | crc 4 | timestamp 8 | keyinfo 4 | key | value |
+//	| offset 8 | size 4 | crc 4 | timestamp 8 | keyinfo 4 | [headers] | key | value |
+//
+// A record without headers is encoded as in version 1.
 func AppendRecord(dst []byte, r *Record) ([]byte, error) {
-	body := len(r.Key) + len(r.Value)
+	hsize := headersSize(r)
+	body := hsize + len(r.Key) + len(r.Value)
 	if body > MaxBodySize || len(r.Key) > keyLenMax {
 		return dst, fmt.Errorf("%w: %d bytes at offset %d", ErrTooLarge, body, r.Offset)
 	}
@@ -78,17 +121,114 @@ func AppendRecord(dst []byte, r *Record) ([]byte, error) {
 	if r.Value == nil {
 		keyinfo |= valueNull
 	}
+	if hsize > 0 {
+		keyinfo |= hasHeaders
+	}
 	start := len(dst)
 	dst = binary.LittleEndian.AppendUint64(dst, uint64(r.Offset))
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(body))
 	dst = binary.LittleEndian.AppendUint32(dst, 0) // crc, filled below
 	dst = binary.LittleEndian.AppendUint64(dst, uint64(r.Timestamp))
 	dst = binary.LittleEndian.AppendUint32(dst, keyinfo)
+	if hsize > 0 {
+		var err error
+		if dst, err = appendHeaders(dst, r); err != nil {
+			return dst[:start], err
+		}
+	}
 	dst = append(dst, r.Key...)
 	dst = append(dst, r.Value...)
 	crc := crc32.Checksum(dst[start+16:], castagnoli)
 	binary.LittleEndian.PutUint32(dst[start+12:], crc)
 	return dst, nil
+}
+
+// appendHeaders appends r's headers block:
+//
+//	| count 2 | per header: key len 2 | value len 4 | key | value |
+//
+// A value length of 0xFFFFFFFF is a null value.
+func appendHeaders(dst []byte, r *Record) ([]byte, error) {
+	if r.raw != nil {
+		return append(dst, r.raw...), nil
+	}
+	if len(r.Headers) > MaxHeaders {
+		return dst, fmt.Errorf("%w: %d headers at offset %d, at most %d", ErrTooLarge, len(r.Headers), r.Offset, MaxHeaders)
+	}
+	dst = binary.LittleEndian.AppendUint16(dst, uint16(len(r.Headers)))
+	for i := range r.Headers {
+		h := &r.Headers[i]
+		if len(h.Key) > MaxHeaderKey {
+			return dst, fmt.Errorf("%w: header key of %d bytes at offset %d, at most %d", ErrTooLarge, len(h.Key), r.Offset, MaxHeaderKey)
+		}
+		dst = binary.LittleEndian.AppendUint16(dst, uint16(len(h.Key)))
+		vl := uint32(len(h.Value))
+		if h.Value == nil {
+			vl = headerNull
+		}
+		dst = binary.LittleEndian.AppendUint32(dst, vl)
+		dst = append(dst, h.Key...)
+		dst = append(dst, h.Value...)
+	}
+	return dst, nil
+}
+
+// headersBlockLen checks the headers block at the start of b (the body of
+// a record, after its fixed header) and returns its length and header
+// count. It allocates nothing.
+func headersBlockLen(b []byte) (n, count int, err error) {
+	if len(b) < 2 {
+		return 0, 0, fmt.Errorf("%w: headers block cut short at its count", ErrCorrupt)
+	}
+	count = int(binary.LittleEndian.Uint16(b))
+	if count == 0 {
+		return 0, 0, fmt.Errorf("%w: headers flag with no headers", ErrCorrupt)
+	}
+	n = 2
+	for i := 0; i < count; i++ {
+		if len(b)-n < 6 {
+			return 0, 0, fmt.Errorf("%w: header %d cut short", ErrCorrupt, i)
+		}
+		kl := int(binary.LittleEndian.Uint16(b[n:]))
+		vl := binary.LittleEndian.Uint32(b[n+2:])
+		n += 6
+		if vl == headerNull {
+			vl = 0
+		}
+		if int64(kl)+int64(vl) > int64(len(b)-n) {
+			return 0, 0, fmt.Errorf("%w: header %d runs past its record", ErrCorrupt, i)
+		}
+		n += kl + int(vl)
+	}
+	return n, count, nil
+}
+
+// parseHeaders builds the headers of block b (checked by headersBlockLen).
+// Keys are copied into strings; values alias b unless slab is set, in
+// which case they are copied into it.
+func parseHeaders(b []byte, count int, slab *[]byte) []Header {
+	out := make([]Header, count)
+	n := 2
+	for i := range out {
+		kl := int(binary.LittleEndian.Uint16(b[n:]))
+		vl := binary.LittleEndian.Uint32(b[n+2:])
+		n += 6
+		out[i].Key = string(b[n : n+kl])
+		n += kl
+		if vl == headerNull {
+			continue
+		}
+		v := b[n : n+int(vl) : n+int(vl)]
+		n += int(vl)
+		if slab != nil {
+			s := *slab
+			s = append(s, v...)
+			v = s[len(s)-len(v) : len(s) : len(s)]
+			*slab = s
+		}
+		out[i].Value = v
+	}
+	return out
 }
 
 // RecordHeader is the decoded fixed part of a record.
@@ -120,6 +260,8 @@ func DecodeRecordHeader(b []byte) (RecordHeader, error) {
 		return h, fmt.Errorf("%w: absent key with length %d", ErrCorrupt, keyLen)
 	case flawNullValue:
 		return h, fmt.Errorf("%w: null value with %d value bytes", ErrCorrupt, h.Size-keyLen)
+	case flawHeaders:
+		return h, fmt.Errorf("%w: headers flag with %d body bytes for a key of %d", ErrCorrupt, h.Size, keyLen)
 	case flawOffset:
 		return h, fmt.Errorf("%w: negative offset %d", ErrCorrupt, h.Offset)
 	}
@@ -146,6 +288,7 @@ const (
 	flawAbsentKey
 	flawNullValue
 	flawOffset
+	flawHeaders
 )
 
 // headerFlaw checks a header's lengths and flags for consistency without
@@ -160,7 +303,10 @@ func headerFlaw(h RecordHeader) int {
 		return flawKeyLen
 	case h.KeyInfo&keyAbsent != 0 && keyLen != 0:
 		return flawAbsentKey
-	case h.KeyInfo&valueNull != 0 && keyLen != h.Size:
+	case h.KeyInfo&hasHeaders != 0 && keyLen+2+6 > h.Size:
+		// A headers block holds a count and at least one header.
+		return flawHeaders
+	case h.KeyInfo&valueNull != 0 && h.KeyInfo&hasHeaders == 0 && keyLen != h.Size:
 		return flawNullValue
 	case h.Offset < 0:
 		return flawOffset
@@ -174,10 +320,24 @@ func crcOK(b []byte, h RecordHeader) bool {
 	return crc32.Checksum(b[16:h.Len()], castagnoli) == h.CRC
 }
 
-// DecodeRecord decodes the record at the start of b. Key and Value alias b.
-// It returns the record, its encoded length, and ErrTruncated if b ends
-// inside the record or ErrCorrupt if the record is damaged.
+// DecodeRecord decodes the record at the start of b. Key, Value and header
+// values alias b. It returns the record, its encoded length, and
+// ErrTruncated if b ends inside the record or ErrCorrupt if the record is
+// damaged.
 func DecodeRecord(b []byte) (Record, int, error) {
+	r, n, err := decodeRecord(b)
+	if err != nil || r.raw == nil {
+		return r, n, err
+	}
+	_, count, _ := headersBlockLen(r.raw)
+	r.Headers = parseHeaders(r.raw, count, nil)
+	r.raw = nil
+	return r, n, nil
+}
+
+// decodeRecord is DecodeRecord leaving the headers block, checked, in
+// r.raw: a scan checks records without building their headers.
+func decodeRecord(b []byte) (Record, int, error) {
 	h, err := DecodeRecordHeader(b)
 	if err != nil {
 		return Record{}, 0, err
@@ -191,11 +351,24 @@ func DecodeRecord(b []byte) (Record, int, error) {
 	}
 	keyLen := int(h.KeyInfo & keyLenMax)
 	r := Record{Offset: h.Offset, Timestamp: h.Timestamp}
-	if h.KeyInfo&keyAbsent == 0 {
-		r.Key = b[RecordHeaderSize : RecordHeaderSize+keyLen : RecordHeaderSize+keyLen]
+	p := RecordHeaderSize
+	if h.KeyInfo&hasHeaders != 0 {
+		hn, _, err := headersBlockLen(b[p:n])
+		if err != nil {
+			return Record{}, 0, fmt.Errorf("%w at offset %d", err, h.Offset)
+		}
+		if hn+keyLen > n-p || (h.KeyInfo&valueNull != 0 && hn+keyLen != n-p) {
+			return Record{}, 0, fmt.Errorf("%w: headers block of %d bytes and key of %d do not fit a body of %d at offset %d", ErrCorrupt, hn, keyLen, h.Size, h.Offset)
+		}
+		r.raw = b[p : p+hn : p+hn]
+		p += hn
 	}
+	if h.KeyInfo&keyAbsent == 0 {
+		r.Key = b[p : p+keyLen : p+keyLen]
+	}
+	p += keyLen
 	if h.KeyInfo&valueNull == 0 {
-		r.Value = b[RecordHeaderSize+keyLen : n : n]
+		r.Value = b[p:n:n]
 	}
 	return r, n, nil
 }
@@ -203,24 +376,37 @@ func DecodeRecord(b []byte) (Record, int, error) {
 // FileHeader is the decoded header at the start of a .log file.
 type FileHeader struct {
 	Version    uint16
+	Flags      uint16 // version 2: FlagCreateTime; zero in version 1
 	BaseOffset int64
 	Epoch      uint64
 }
 
-// AppendFileHeader appends the 32-byte .log file header to dst.
+// CreateTime reports whether the segment's timestamps are the producers'
+// (and may decrease).
+func (h FileHeader) CreateTime() bool { return h.Flags&FlagCreateTime != 0 }
+
+// AppendFileHeader appends the 32-byte .log file header to dst. A zero
+// Version is Version.
 //
-//	| magic 4 | version 2 | reserved 6 | base offset 8 | epoch 8 | crc 4 |
+//	| magic 4 | version 2 | flags 2 | reserved 4 | base offset 8 | epoch 8 | crc 4 |
+//
+// (In version 1 the flags are part of six reserved zero bytes.)
 func AppendFileHeader(dst []byte, h FileHeader) []byte {
+	if h.Version == 0 {
+		h.Version = Version
+	}
 	start := len(dst)
 	dst = append(dst, fileMagic...)
-	dst = binary.LittleEndian.AppendUint16(dst, Version)
-	dst = append(dst, 0, 0, 0, 0, 0, 0)
+	dst = binary.LittleEndian.AppendUint16(dst, h.Version)
+	dst = binary.LittleEndian.AppendUint16(dst, h.Flags)
+	dst = append(dst, 0, 0, 0, 0)
 	dst = binary.LittleEndian.AppendUint64(dst, uint64(h.BaseOffset))
 	dst = binary.LittleEndian.AppendUint64(dst, h.Epoch)
 	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
 }
 
-// DecodeFileHeader decodes and checks a .log file header.
+// DecodeFileHeader decodes and checks a .log file header: version 1 or 2,
+// and in version 2 no flag this code does not know.
 func DecodeFileHeader(b []byte) (FileHeader, error) {
 	if len(b) < FileHeaderSize {
 		return FileHeader{}, fmt.Errorf("%w: file header is %d bytes of %d", ErrTruncated, len(b), FileHeaderSize)
@@ -234,11 +420,17 @@ func DecodeFileHeader(b []byte) (FileHeader, error) {
 	}
 	h := FileHeader{
 		Version:    binary.LittleEndian.Uint16(b[4:]),
+		Flags:      binary.LittleEndian.Uint16(b[6:]),
 		BaseOffset: int64(binary.LittleEndian.Uint64(b[12:])),
 		Epoch:      binary.LittleEndian.Uint64(b[20:]),
 	}
-	if h.Version != Version {
+	switch {
+	case h.Version != Version1 && h.Version != Version:
 		return h, fmt.Errorf("%w: unknown version %d", ErrCorrupt, h.Version)
+	case h.Version == Version1 && h.Flags != 0:
+		return h, fmt.Errorf("%w: version 1 header with flags %#x", ErrCorrupt, h.Flags)
+	case h.Flags&^knownFlags != 0:
+		return h, fmt.Errorf("%w: unknown flags %#x", ErrCorrupt, h.Flags&^knownFlags)
 	}
 	return h, nil
 }
@@ -257,30 +449,31 @@ func ReadFileHeader(r io.ReaderAt) (FileHeader, error) {
 }
 
 // checkFileHeader checks the .log file header at the start of b against id.
-// It returns nil if the header is intact and names segment id. Otherwise
-// foreign tells the two kinds of failure apart: a header whose CRC holds but
-// that names another segment, another magic or an unknown version is
-// foreign (the file is not this segment, or not in a format this code
-// reads); a header whose CRC fails, or that is cut short, is damaged.
-func checkFileHeader(b []byte, id ID) (foreign bool, err error) {
+// It returns the header and nil if the header is intact and names segment
+// id. Otherwise foreign tells the two kinds of failure apart: a header whose
+// CRC holds but that names another segment, another magic, an unknown
+// version or flag is foreign (the file is not this segment, or not in a
+// format this code reads); a header whose CRC fails, or that is cut short,
+// is damaged.
+func checkFileHeader(b []byte, id ID) (h FileHeader, foreign bool, err error) {
 	if len(b) < FileHeaderSize {
-		return false, fmt.Errorf("%w: file header is %d bytes of %d", ErrTruncated, len(b), FileHeaderSize)
+		return h, false, fmt.Errorf("%w: file header is %d bytes of %d", ErrTruncated, len(b), FileHeaderSize)
 	}
 	b = b[:FileHeaderSize]
 	if crc, want := crc32.Checksum(b[:28], castagnoli), binary.LittleEndian.Uint32(b[28:]); crc != want {
 		if string(b[:4]) != fileMagic {
-			return false, fmt.Errorf("%w: damaged file header: bad magic %q, crc %08x want %08x", ErrCorrupt, b[:4], crc, want)
+			return h, false, fmt.Errorf("%w: damaged file header: bad magic %q, crc %08x want %08x", ErrCorrupt, b[:4], crc, want)
 		}
-		return false, fmt.Errorf("%w: damaged file header: crc %08x want %08x", ErrCorrupt, crc, want)
+		return h, false, fmt.Errorf("%w: damaged file header: crc %08x want %08x", ErrCorrupt, crc, want)
 	}
-	h, err := DecodeFileHeader(b)
+	h, err = DecodeFileHeader(b)
 	if err != nil {
-		return true, fmt.Errorf("%w: not a segment file of this format: %w", ErrCorrupt, err)
+		return h, true, fmt.Errorf("%w: not a segment file of this format: %w", ErrCorrupt, err)
 	}
 	if h.BaseOffset != id.Base || h.Epoch != id.Epoch {
-		return true, fmt.Errorf("%w: file header names base offset %d epoch %d, not %s", ErrCorrupt, h.BaseOffset, h.Epoch, id)
+		return h, true, fmt.Errorf("%w: file header names base offset %d epoch %d, not %s", ErrCorrupt, h.BaseOffset, h.Epoch, id)
 	}
-	return false, nil
+	return h, false, nil
 }
 
 // readHeaderBytes reads the first FileHeaderSize bytes of ra, fewer if the

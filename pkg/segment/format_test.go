@@ -241,18 +241,28 @@ func TestDecodeRecordTruncated(t *testing.T) {
 }
 
 func TestFileHeaderLayout(t *testing.T) {
-	got := AppendFileHeader([]byte("x"), FileHeader{Version: Version, BaseOffset: 0x0102030405060708, Epoch: 0xA0B0C0D0E0F01020})
-	if len(got) != 1+FileHeaderSize {
-		t.Fatalf("header is %d bytes, want %d", len(got)-1, FileHeaderSize)
-	}
-	h := got[1:]
-	want := []byte("TLSG")
-	want = append(want, 1, 0, 0, 0, 0, 0, 0, 0)
-	want = append(want, 0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01)
-	want = append(want, 0x20, 0x10, 0xF0, 0xE0, 0xD0, 0xC0, 0xB0, 0xA0)
-	want = binary.LittleEndian.AppendUint32(want, crc32.Checksum(want, crc32.MakeTable(crc32.Castagnoli)))
-	if !bytes.Equal(h, want) {
-		t.Fatalf("file header\n% x\nwant\n% x", h, want)
+	for _, tc := range []struct {
+		h        FileHeader
+		verFlags []byte // bytes 4..11
+	}{
+		{FileHeader{Version: Version1}, []byte{1, 0, 0, 0, 0, 0, 0, 0}},
+		{FileHeader{Version: Version}, []byte{2, 0, 0, 0, 0, 0, 0, 0}},
+		{FileHeader{Version: Version, Flags: FlagCreateTime}, []byte{2, 0, 1, 0, 0, 0, 0, 0}},
+	} {
+		tc.h.BaseOffset, tc.h.Epoch = 0x0102030405060708, 0xA0B0C0D0E0F01020
+		got := AppendFileHeader([]byte("x"), tc.h)
+		if len(got) != 1+FileHeaderSize {
+			t.Fatalf("header is %d bytes, want %d", len(got)-1, FileHeaderSize)
+		}
+		h := got[1:]
+		want := []byte("TLSG")
+		want = append(want, tc.verFlags...)
+		want = append(want, 0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01)
+		want = append(want, 0x20, 0x10, 0xF0, 0xE0, 0xD0, 0xC0, 0xB0, 0xA0)
+		want = binary.LittleEndian.AppendUint32(want, crc32.Checksum(want, crc32.MakeTable(crc32.Castagnoli)))
+		if !bytes.Equal(h, want) {
+			t.Fatalf("file header %+v\n% x\nwant\n% x", tc.h, h, want)
+		}
 	}
 }
 
@@ -261,6 +271,8 @@ func TestFileHeaderRoundTrip(t *testing.T) {
 		{Version: Version},
 		{Version: Version, BaseOffset: 1234567, Epoch: 42},
 		{Version: Version, BaseOffset: math.MaxInt64, Epoch: math.MaxUint64},
+		{Version: Version, Flags: FlagCreateTime, BaseOffset: 7, Epoch: 9},
+		{Version: Version1, BaseOffset: 7, Epoch: 9},
 	} {
 		b := AppendFileHeader(nil, fh)
 		got, err := DecodeFileHeader(append(b, "records follow"...))
@@ -289,7 +301,17 @@ func TestDecodeFileHeaderCorrupt(t *testing.T) {
 		{"epoch", flip(27), ErrCorrupt},
 		{"crc", flip(28), ErrCorrupt},
 		{"unknown version with good crc", func(b []byte) []byte {
-			b[4] = 2
+			b[4] = 3
+			binary.LittleEndian.PutUint32(b[28:], crc32.Checksum(b[:28], crc32.MakeTable(crc32.Castagnoli)))
+			return b
+		}, ErrCorrupt},
+		{"unknown flag with good crc", func(b []byte) []byte {
+			b[6] = 2
+			binary.LittleEndian.PutUint32(b[28:], crc32.Checksum(b[:28], crc32.MakeTable(crc32.Castagnoli)))
+			return b
+		}, ErrCorrupt},
+		{"version 1 with a flag, good crc", func(b []byte) []byte {
+			b[4], b[6] = 1, 1
 			binary.LittleEndian.PutUint32(b[28:], crc32.Checksum(b[:28], crc32.MakeTable(crc32.Castagnoli)))
 			return b
 		}, ErrCorrupt},

@@ -20,6 +20,8 @@ import (
 func fuzzSeeds(t testing.TB) map[string]map[string][]byte {
 	valid := encodeAll(t, []Record{{Offset: 5000, Timestamp: 1700000000000, Key: []byte("key"), Value: []byte("value")}})
 	absent := encodeAll(t, []Record{{Offset: 0, Timestamp: -1}})
+	withHeaders := encodeAll(t, []Record{{Offset: 5000, Timestamp: 1700000000000, Key: []byte("key"), Value: []byte("value"),
+		Headers: []Header{{Key: "a", Value: []byte("1")}, {Key: "a", Value: nil}, {Key: "", Value: []byte{}}}}})
 	maxHeader := make([]byte, RecordHeaderSize)
 	binary.LittleEndian.PutUint64(maxHeader[0:], 5000)
 	binary.LittleEndian.PutUint32(maxHeader[8:], MaxBodySize)
@@ -58,6 +60,8 @@ func fuzzSeeds(t testing.TB) map[string]map[string][]byte {
 			"valid":              valid,
 			"valid-absent-key":   absent,
 			"valid-plus-garbage": append(bytes.Clone(valid), "\x00\xffgarbage"...),
+			"valid-headers":      withHeaders,
+			"headers-cut":        withHeaders[:RecordHeaderSize+5],
 		},
 		"FuzzRecover": {
 			"empty":                    nil,
@@ -108,9 +112,9 @@ func TestFuzzSeeds(t *testing.T) {
 	}
 }
 
-// goldenBody is the records of the golden .log, for seeding.
-func goldenBody(f *testing.F) []byte {
-	b, err := os.ReadFile(goldenID.Path(goldenDir, KindLog))
+// goldenBody is the records of a golden .log, for seeding.
+func goldenBody(f *testing.F, dir string) []byte {
+	b, err := os.ReadFile(goldenID.Path(dir, KindLog))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -120,7 +124,8 @@ func goldenBody(f *testing.F) []byte {
 // FuzzDecodeRecord: decoding never panics, fails only with ErrTruncated or
 // ErrCorrupt, and a record that decodes re-encodes to the same bytes.
 func FuzzDecodeRecord(f *testing.F) {
-	f.Add(goldenBody(f))
+	f.Add(goldenBody(f, goldenDir))
+	f.Add(goldenBody(f, goldenV2Dir))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, n, err := DecodeRecord(b)
 		h, herr := DecodeRecordHeader(b)
@@ -157,18 +162,27 @@ func FuzzDecodeRecord(f *testing.F) {
 	})
 }
 
-// FuzzRecover writes arbitrary bytes after a valid file header and recovers
-// the segment with an unknown committed length. Recover must not panic or
-// fail, must keep a prefix of the bytes, and what it keeps must verify,
-// re-encode to the same bytes, recover again unchanged and take appends.
+// FuzzRecover writes arbitrary bytes after a valid file header (of an
+// append-time and of a create-time segment) and recovers the segment with
+// an unknown committed length. Recover must not panic or fail, must keep a
+// prefix of the bytes, and what it keeps must verify, re-encode to the same
+// bytes, recover again unchanged and take appends.
 func FuzzRecover(f *testing.F) {
-	f.Add(goldenBody(f))
+	f.Add(goldenBody(f, goldenDir))
+	f.Add(goldenBody(f, goldenV2Dir))
 	fs := newFaultFS()
 	fs.noSync = true // durability is not under test here; fsyncs would make it crawl
-	opts := Options{IndexIntervalBytes: 100, FS: fs}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, createTime := range []bool{false, true} {
+			fuzzRecover(t, data, Options{IndexIntervalBytes: 100, FS: fs, CreateTime: createTime})
+		}
+	})
+}
+
+func fuzzRecover(t *testing.T, data []byte, opts Options) {
+	{
 		dir := t.TempDir()
-		log := AppendFileHeader(nil, FileHeader{Version: Version, BaseOffset: testID.Base, Epoch: testID.Epoch})
+		log := AppendFileHeader(nil, fileHeaderFor(testID, opts))
 		log = append(log, data...)
 		mustWriteFile(t, testID.Path(dir, KindLog), log)
 
@@ -221,7 +235,7 @@ func FuzzRecover(f *testing.F) {
 			t.Fatalf("after one more append: %d records, want %d", len(all), len(recs)+1)
 		}
 		checkIndexes(t, dir, testID, all, opts.IndexIntervalBytes)
-	})
+	}
 }
 
 // fuzzSegment is the segment FuzzReadDamaged damages.

@@ -10,7 +10,8 @@ import (
 
 // genRecords makes n records from offset base with a deterministic mix of
 // shapes: absent keys, empty keys, tombstones, empty values and values of
-// varied length. Timestamps never decrease and sometimes repeat.
+// varied length, and headers on some records (repeated keys, null and
+// empty values). Timestamps never decrease and sometimes repeat.
 func genRecords(base int64, n int, ts0 int64) []Record {
 	recs := make([]Record, n)
 	for i := range recs {
@@ -32,9 +33,35 @@ func genRecords(base int64, n int, ts0 int64) []Record {
 		default:
 			r.Value = bytes.Repeat([]byte{byte('a' + off%26)}, int(off*37%300)+1)
 		}
+		if off%5 == 2 {
+			r.Headers = genHeaders(off)
+		}
 		recs[i] = r
 	}
 	return recs
+}
+
+// genHeaders makes one to three headers for the record at off.
+func genHeaders(off int64) []Header {
+	hs := []Header{{Key: "trace-id", Value: fmt.Appendf(nil, "t-%d", off)}}
+	if off%3 == 0 {
+		hs = append(hs, Header{Key: "null", Value: nil}, Header{Key: "trace-id", Value: []byte{}})
+	}
+	return hs
+}
+
+// sameHeaders compares headers including the nil-ness of values; nil and
+// empty lists are the same (no headers).
+func sameHeaders(a, b []Header) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Key != b[i].Key || (a[i].Value == nil) != (b[i].Value == nil) || !bytes.Equal(a[i].Value, b[i].Value) {
+			return false
+		}
+	}
+	return true
 }
 
 // encodeAll is the .log body of recs: their encodings back to back.
@@ -63,7 +90,8 @@ func encodedLen(recs []Record) int64 {
 func sameRecord(a, b Record) bool {
 	return a.Offset == b.Offset && a.Timestamp == b.Timestamp &&
 		(a.Key == nil) == (b.Key == nil) && bytes.Equal(a.Key, b.Key) &&
-		(a.Value == nil) == (b.Value == nil) && bytes.Equal(a.Value, b.Value)
+		(a.Value == nil) == (b.Value == nil) && bytes.Equal(a.Value, b.Value) &&
+		sameHeaders(a.Headers, b.Headers) && a.raw == nil && b.raw == nil
 }
 
 func fmtRecord(r Record) string {
@@ -74,7 +102,7 @@ func fmtRecord(r Record) string {
 	if r.Value != nil {
 		val = fmt.Sprintf("%d bytes", len(r.Value))
 	}
-	return fmt.Sprintf("{off %d ts %d key %s value %s}", r.Offset, r.Timestamp, key, val)
+	return fmt.Sprintf("{off %d ts %d key %s value %s headers %d}", r.Offset, r.Timestamp, key, val, len(r.Headers))
 }
 
 func checkRecords(t testing.TB, what string, got, want []Record) {

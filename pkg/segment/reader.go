@@ -39,8 +39,9 @@ func (d *damageAt) Error() string { return fmt.Sprintf("at position %d: %v", d.p
 func (d *damageAt) Unwrap() error { return d.err }
 
 // scan decodes records in [pos, limit) of ra, checking CRCs and that offsets
-// are dense from want. It calls fn with each record (Key and Value alias a
-// buffer reused after fn returns) and the record's position. It returns the
+// are dense from want. It calls fn with each record (Key, Value and the
+// checked headers block, r.raw, alias a buffer reused after fn returns;
+// Headers is not built) and the record's position. It returns the
 // position after the last record it decoded and the offset after it. A
 // record that fails its checks ends the scan with a *damageAt: a record
 // that does not fit below limit, or bytes that end before it, are
@@ -109,7 +110,7 @@ func scanChunked(ra io.ReaderAt, pos, limit, want int64, chunk int, fn func(r *R
 			continue
 		}
 		var n int
-		r, n, err = DecodeRecord(buf[off:])
+		r, n, err = decodeRecord(buf[off:])
 		if err != nil {
 			return pos, want, &damageAt{pos: pos, want: want, err: err}
 		}
@@ -147,9 +148,15 @@ type Reader struct {
 // one reader's verdict (Reader.HeaderVerdict) and hand it to the next
 // (NewReaderChecked) rather than read the header again.
 type HeaderVerdict struct {
-	err     error // nil: intact and naming the reader's segment
-	foreign bool  // intact but not this segment's: reads refuse
+	err     error      // nil: intact and naming the reader's segment
+	foreign bool       // intact but not this segment's: reads refuse
+	hdr     FileHeader // the header, when err is nil
 }
+
+// orderedTimes reports whether the segment's timestamps are known never to
+// decrease: an intact header without FlagCreateTime. A damaged header
+// leaves it unknown, and the answer is no.
+func (v *HeaderVerdict) orderedTimes() bool { return v.err == nil && !v.hdr.CreateTime() }
 
 // NewReader reads segment id from ra, below limit (the committed length),
 // using the given index entries (entries at or past limit are ignored).
@@ -299,23 +306,23 @@ func (r *Reader) header() (*HeaderVerdict, error) {
 	if err != nil {
 		return nil, wrapID(r.id, err)
 	}
-	foreign, err := checkFileHeader(b, r.id)
-	v := &HeaderVerdict{err: wrapID(r.id, err), foreign: foreign}
+	h, foreign, err := checkFileHeader(b, r.id)
+	v := &HeaderVerdict{err: wrapID(r.id, err), foreign: foreign, hdr: h}
 	r.hdr.Store(v)
 	return v, nil
 }
 
 // readable is the header check reads make: only a foreign header (or a
-// failed read) stops them.
-func (r *Reader) readable() error {
+// failed read) stops them. It returns the verdict.
+func (r *Reader) readable() (*HeaderVerdict, error) {
 	v, err := r.header()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if v.foreign {
-		return v.err
+		return nil, v.err
 	}
-	return nil
+	return v, nil
 }
 
 // startFor returns where a scan for offset from starts: at the last of the
@@ -347,7 +354,7 @@ func (r *Reader) Read(from int64, maxRecords, maxBytes int) ([]Record, error) {
 	if maxRecords <= 0 {
 		return nil, nil
 	}
-	if err := r.readable(); err != nil {
+	if _, err := r.readable(); err != nil {
 		return nil, err
 	}
 	var out []Record
@@ -404,11 +411,11 @@ func (r *Reader) Read(from int64, maxRecords, maxBytes int) ([]Record, error) {
 	}
 }
 
-// copyRecord copies rec's key and value into a shared slab so one
-// allocation serves many small records.
+// copyRecord copies rec's key, value and headers into a shared slab so one
+// allocation serves many small records (header keys become strings).
 func copyRecord(slab *[]byte, rec *Record) Record {
 	out := Record{Offset: rec.Offset, Timestamp: rec.Timestamp}
-	n := len(rec.Key) + len(rec.Value)
+	n := len(rec.Key) + len(rec.Value) + headersSize(rec)
 	// A nil slab would turn an empty key into an absent one and an empty
 	// value into a tombstone: sub-slices of a non-nil slab are never nil.
 	if *slab == nil || cap(*slab)-len(*slab) < n {
@@ -424,23 +431,46 @@ func copyRecord(slab *[]byte, rec *Record) Record {
 		out.Value = s[len(s)-len(rec.Value) : len(s) : len(s)]
 	}
 	*slab = s
+	switch {
+	case rec.raw != nil:
+		_, count, _ := headersBlockLen(rec.raw)
+		out.Headers = parseHeaders(rec.raw, count, slab)
+	case len(rec.Headers) > 0:
+		out.Headers = make([]Header, len(rec.Headers))
+		for i, h := range rec.Headers {
+			out.Headers[i].Key = h.Key
+			if h.Value != nil {
+				s := append(*slab, h.Value...)
+				out.Headers[i].Value = s[len(s)-len(h.Value) : len(s) : len(s)]
+				*slab = s
+			}
+		}
+	}
 	return out
 }
 
 // OffsetForTime returns the first record with timestamp >= ts, and false if
 // every record in the segment is older.
 //
-// It goes around damage, never through it: timestamps never decrease, so
-// damaged records lie between the timestamps of the good records around
-// them. If the first good record after the damage is older than ts, so were
-// the damaged ones and the search goes on; if it is not, a damaged record
-// could be the answer, and OffsetForTime returns the *DamageError rather
-// than an offset that may be wrong (the answer lies in [First, Next] of the
-// error). Damage with no good record after it is returned the same way.
+// The time index keeps, per entry, the largest timestamp up to its record,
+// so every record up to the last entry older than ts is older too: the
+// search starts there. It goes around damage, never through it. In a
+// segment whose timestamps never decrease (append time), damaged records
+// lie between the timestamps of the good records around them: if the
+// first good record after the damage is older than ts, so were the damaged
+// ones and the search goes on; if it is not, a damaged record could be the
+// answer, and OffsetForTime returns the *DamageError rather than an offset
+// that may be wrong (the answer lies in [First, Next] of the error). In a
+// create-time segment (or one whose header is damaged, so its kind is not
+// known) a damaged record's timestamp could be anything: damage met before
+// the answer is returned the same way. Damage with no good record after it
+// is returned the same way.
 func (r *Reader) OffsetForTime(ts int64) (offset, timestamp int64, ok bool, err error) {
-	if err := r.readable(); err != nil {
+	v, err := r.readable()
+	if err != nil {
 		return 0, 0, false, err
 	}
+	ordered := v.orderedTimes()
 	pos, want, hinted := int64(FileHeaderSize), r.id.Base, false
 	if e, found := r.times.Before(ts); found {
 		if oe, f := r.offs.Floor(e.Rel); f && oe.Rel == e.Rel {
@@ -456,9 +486,10 @@ func (r *Reader) OffsetForTime(ts int64) (offset, timestamp int64, ok bool, err 
 			}
 			if rec.Offset == start {
 				if hinted {
-					// The time index said this record is older than
-					// ts and it is not: the hint lies, and an earlier
-					// record may be the answer.
+					// The time index said this record (and every
+					// one before it) is older than ts and it is not:
+					// the hint lies, and an earlier record may be
+					// the answer.
 					return errStaleHint
 				}
 				if skipped != nil {
@@ -487,7 +518,7 @@ func (r *Reader) OffsetForTime(ts int64) (offset, timestamp int64, ok bool, err 
 		if err != nil {
 			return 0, 0, false, err
 		}
-		if de.Next < 0 {
+		if de.Next < 0 || !ordered {
 			return 0, 0, false, de
 		}
 		pos, want, hinted, skipped = nextPos, de.Next, false, de
@@ -495,17 +526,22 @@ func (r *Reader) OffsetForTime(ts int64) (offset, timestamp int64, ok bool, err 
 }
 
 // Verify scans every record below the limit, checking CRCs, dense offsets
-// and non-decreasing timestamps, then the file header, and returns the
-// offset after the last good record and its timestamp. Damaged records are
-// a *DamageError (wrapping ErrCorrupt or ErrTruncated); a damaged or
-// foreign header is an error wrapping ErrCorrupt.
+// and, in an append-time segment, non-decreasing timestamps, then the file
+// header, and returns the offset after the last good record and the
+// largest timestamp. Damaged records are a *DamageError (wrapping
+// ErrCorrupt or ErrTruncated); a damaged or foreign header is an error
+// wrapping ErrCorrupt.
 func (r *Reader) Verify() (next int64, lastTS int64, err error) {
 	lastTS = -1
+	ordered := false // a damaged header fails below, whatever the records say
+	if v, err := r.header(); err == nil {
+		ordered = v.orderedTimes()
+	}
 	end, next, err := scan(r.ra, FileHeaderSize, r.limit, r.id.Base, func(rec *Record, _ int64) error {
-		if rec.Timestamp < lastTS {
+		if rec.Timestamp < lastTS && ordered {
 			return fmt.Errorf("%w: timestamp %d before %d at offset %d", ErrCorrupt, rec.Timestamp, lastTS, rec.Offset)
 		}
-		lastTS = rec.Timestamp
+		lastTS = max(lastTS, rec.Timestamp)
 		return nil
 	})
 	var d *damageAt

@@ -49,7 +49,8 @@ func Recover(dir string, id ID, committed int64, opts Options) (State, error) {
 	if err != nil {
 		return State{}, fmt.Errorf("segment: recover %s: %w", id, err)
 	}
-	if _, err := checkFileHeader(hb, id); err != nil {
+	hdr, _, err := checkFileHeader(hb, id)
+	if err != nil {
 		switch {
 		case committed < 0 && len(hb) < FileHeaderSize:
 			// Created but the header never became durable: an empty segment.
@@ -65,6 +66,7 @@ func Recover(dir string, id ID, committed int64, opts Options) (State, error) {
 	}
 	size := fi.Size()
 
+	ordered := !hdr.CreateTime()
 	limit := committed
 	var offs index.Offsets
 	var times index.Times
@@ -77,7 +79,7 @@ func Recover(dir string, id ID, committed int64, opts Options) (State, error) {
 		// rebuild both files from the last one.
 		offs = offs[:len(times)]
 		// The last pair is where the scan starts; make sure it is real.
-		for len(offs) > 0 && !entryValid(log, id, offs[len(offs)-1], times[len(times)-1], committed) {
+		for len(offs) > 0 && !entryValid(log, id, offs[len(offs)-1], times[len(times)-1], committed, ordered) {
 			offs, times = offs[:len(offs)-1], times[:len(times)-1]
 		}
 	} else {
@@ -98,17 +100,17 @@ func Recover(dir string, id ID, committed int64, opts Options) (State, error) {
 	interval := int64(opts.IndexIntervalBytes)
 	since := int64(0) // the record at start is indexed (or first): no entry for it
 	end, next, scanErr := scan(log, start, limit, want, func(r *Record, pos int64) error {
-		if r.Timestamp < st.LastTS {
+		if r.Timestamp < st.LastTS && ordered {
 			return fmt.Errorf("%w: timestamp %d before %d at offset %d", ErrCorrupt, r.Timestamp, st.LastTS, r.Offset)
 		}
+		st.LastTS = max(st.LastTS, r.Timestamp)
 		if since >= interval {
 			rel := uint32(r.Offset - id.Base)
 			ibuf = index.AppendOffset(ibuf, index.OffsetEntry{Rel: rel, Pos: uint32(pos)})
-			tbuf = index.AppendTime(tbuf, index.TimeEntry{Timestamp: r.Timestamp, Rel: rel})
+			tbuf = index.AppendTime(tbuf, index.TimeEntry{Timestamp: st.LastTS, Rel: rel})
 			since = 0
 		}
 		since += int64(EncodedSize(r))
-		st.LastTS = r.Timestamp
 		return nil
 	})
 	if committed >= 0 && (scanErr != nil || size < committed) {
@@ -166,8 +168,10 @@ func refuseRecover(log File, id ID, committed, size int64, offs index.Offsets, t
 }
 
 // entryValid reports whether index entries e and te point at the record they
-// name, with the timestamp te claims.
-func entryValid(log File, id ID, e index.OffsetEntry, te index.TimeEntry, limit int64) bool {
+// name, with the timestamp te claims: the record's own where timestamps
+// never decrease (ordered), one no lower than it where they may (te holds
+// the largest timestamp up to the record).
+func entryValid(log File, id ID, e index.OffsetEntry, te index.TimeEntry, limit int64, ordered bool) bool {
 	var b [RecordHeaderSize]byte
 	if int64(e.Pos)+RecordHeaderSize > limit {
 		return false
@@ -176,7 +180,8 @@ func entryValid(log File, id ID, e index.OffsetEntry, te index.TimeEntry, limit 
 		return false
 	}
 	h, err := DecodeRecordHeader(b[:])
-	return err == nil && h.Offset == id.Base+int64(e.Rel) && te.Rel == e.Rel && h.Timestamp == te.Timestamp
+	return err == nil && h.Offset == id.Base+int64(e.Rel) && te.Rel == e.Rel &&
+		(h.Timestamp == te.Timestamp || !ordered && h.Timestamp < te.Timestamp)
 }
 
 // rewriteIndex truncates an index file to keep bytes and appends add,
@@ -199,7 +204,7 @@ func rewriteIndex(fsys FS, path string, keep int, add []byte) error {
 }
 
 func recoverEmpty(log File, dir string, id ID, opts Options) (State, error) {
-	hdr := AppendFileHeader(nil, FileHeader{Version: Version, BaseOffset: id.Base, Epoch: id.Epoch})
+	hdr := AppendFileHeader(nil, fileHeaderFor(id, opts))
 	if err := log.Truncate(0); err != nil {
 		return State{}, fmt.Errorf("segment: truncate %s: %w", id, err)
 	}

@@ -14,6 +14,11 @@ import (
 // Recover can judge, so the Writer refuses further use).
 var ErrClosed = errors.New("segment: writer closed")
 
+// ErrOldVersion is Open's answer for a segment of an older format version:
+// it is read as it is but never continued (its records could not carry
+// headers); the caller seals it and writes on in a new segment.
+var ErrOldVersion = errors.New("segment: older format version")
+
 // Options tune a Writer. The zero value is usable.
 type Options struct {
 	// IndexIntervalBytes is the spacing of sparse index entries.
@@ -21,6 +26,11 @@ type Options struct {
 	IndexIntervalBytes int
 	// FS opens files. Nil means OSFS.
 	FS FS
+	// CreateTime makes Create mark the segment as a create-time topic's
+	// (FlagCreateTime): timestamps are the producers' and may decrease.
+	// Without it Append refuses a timestamp below an earlier one (I6).
+	// A reopened segment goes by its file header.
+	CreateTime bool
 }
 
 func (o Options) withDefaults() Options {
@@ -44,7 +54,7 @@ type Writer struct {
 
 	size     int64 // bytes of .log written (header included)
 	next     int64 // offset of the next record
-	lastTS   int64 // timestamp of the last record, or -1
+	lastTS   int64 // largest timestamp so far, or -1
 	idxSize  int64
 	tidxSize int64
 	since    int64 // record bytes since the last index entry
@@ -78,7 +88,7 @@ func Create(dir string, id ID, opts Options) (*Writer, error) {
 		w.closeFiles()
 		return nil, fmt.Errorf("segment: create %s: %w", id.Name(KindTimeIndex), err)
 	}
-	hdr := AppendFileHeader(nil, FileHeader{Version: Version, BaseOffset: id.Base, Epoch: id.Epoch})
+	hdr := AppendFileHeader(nil, fileHeaderFor(id, opts))
 	if _, err := w.log.WriteAt(hdr, 0); err != nil {
 		w.closeFiles()
 		return nil, fmt.Errorf("segment: write header of %s: %w", id, err)
@@ -95,16 +105,28 @@ func Create(dir string, id ID, opts Options) (*Writer, error) {
 	return w, nil
 }
 
+// fileHeaderFor is the header Create writes for id.
+func fileHeaderFor(id ID, opts Options) FileHeader {
+	h := FileHeader{Version: Version, BaseOffset: id.Base, Epoch: id.Epoch}
+	if opts.CreateTime {
+		h.Flags |= FlagCreateTime
+	}
+	return h
+}
+
 // State is what a caller keeps about a segment to reopen it: the committed
-// length of its .log, the next offset and the last timestamp.
+// length of its .log, the next offset and the largest timestamp (the last
+// one, where timestamps never decrease).
 type State struct {
 	Size       int64 // committed bytes of .log, header included
 	NextOffset int64
-	LastTS     int64 // -1 when the segment has no records
+	LastTS     int64 // largest timestamp; -1 when the segment has no records
 }
 
 // Open reopens an existing segment for appending, after Recover has brought
-// its files to a committed state st (Recover returns st).
+// its files to a committed state st (Recover returns st). The file header
+// decides whether timestamps may decrease (opts.CreateTime is not used). A
+// segment of an older format version is not continued: ErrOldVersion.
 func Open(dir string, id ID, st State, opts Options) (*Writer, error) {
 	opts = opts.withDefaults()
 	w := &Writer{id: id, dir: dir, opts: opts, size: st.Size, next: st.NextOffset, lastTS: st.LastTS}
@@ -118,6 +140,21 @@ func Open(dir string, id ID, st State, opts Options) (*Writer, error) {
 			return nil, fmt.Errorf("segment: open %s: %w", id.Name(f.k), err)
 		}
 	}
+	hb, err := readHeaderBytes(w.log)
+	if err != nil {
+		w.closeFiles()
+		return nil, wrapID(id, err)
+	}
+	h, _, err := checkFileHeader(hb, id)
+	if err != nil {
+		w.closeFiles()
+		return nil, fmt.Errorf("segment: open %s: %w", id, err)
+	}
+	if h.Version != Version {
+		w.closeFiles()
+		return nil, fmt.Errorf("segment: open %s: %w %d (current %d)", id, ErrOldVersion, h.Version, Version)
+	}
+	w.opts.CreateTime = h.CreateTime()
 	offs, err := readOffsets(w.idx)
 	if err != nil {
 		w.closeFiles()
@@ -151,9 +188,10 @@ func (w *Writer) NextOffset() int64 { return w.next }
 // State is the writer's state after its last Append.
 func (w *Writer) State() State { return State{Size: w.size, NextOffset: w.next, LastTS: w.lastTS} }
 
-// Append writes recs, which must carry dense offsets from NextOffset and
-// non-decreasing timestamps, with one positioned write to .log and at most
-// one to each index. Nothing is durable until Sync. On error the Writer is
+// Append writes recs, which must carry dense offsets from NextOffset and,
+// unless the segment is a create-time one, non-decreasing timestamps, with
+// one positioned write to .log and at most one to each index. A time index
+// entry carries the largest timestamp up to its record (as Kafka's). Nothing is durable until Sync. On error the Writer is
 // broken and must be closed; the files are then judged by Recover.
 func (w *Writer) Append(recs []Record) error {
 	if w.err != nil {
@@ -170,24 +208,25 @@ func (w *Writer) Append(recs []Record) error {
 		if r.Offset != next {
 			return fmt.Errorf("segment: append offset %d, want %d", r.Offset, next)
 		}
-		if r.Timestamp < lastTS {
+		if r.Timestamp < lastTS && !w.opts.CreateTime {
 			return fmt.Errorf("segment: append timestamp %d before %d at offset %d", r.Timestamp, lastTS, r.Offset)
 		}
+		lastTS = max(lastTS, r.Timestamp)
 		if since >= interval {
 			rel := uint32(r.Offset - w.id.Base)
 			w.ibuf = index.AppendOffset(w.ibuf, index.OffsetEntry{Rel: rel, Pos: uint32(pos)})
-			w.tbuf = index.AppendTime(w.tbuf, index.TimeEntry{Timestamp: r.Timestamp, Rel: rel})
+			w.tbuf = index.AppendTime(w.tbuf, index.TimeEntry{Timestamp: lastTS, Rel: rel})
 			since = 0
 		}
 		var err error
+		before := len(w.buf)
 		if w.buf, err = AppendRecord(w.buf, r); err != nil {
 			return err
 		}
-		n := int64(EncodedSize(r))
+		n := int64(len(w.buf) - before)
 		pos += n
 		since += n
 		next++
-		lastTS = r.Timestamp
 	}
 	if pos > maxSegmentSize {
 		return fmt.Errorf("segment: %s would grow to %d bytes, over %d", w.id, pos, int64(maxSegmentSize))
