@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/tierlog/tierlog/pkg/broker"
@@ -40,8 +41,10 @@ type errReader struct{ err error }
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
 // readJSON decodes the whole body into v: exactly one JSON value and
-// nothing but white space after it. Unknown fields are ignored (forward
-// compatibility); wrong types are not.
+// nothing but white space after it. The body is strict (API.md "Strict
+// bodies"): syntax is checked first, then strictFields holds it to v's
+// type (no unknown field, no key given twice, no key in the wrong case:
+// 400 naming the field with its path), and then the types are decoded.
 func readJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	buf := bufPool.Get().(*bytes.Buffer)
 	buf.Reset()
@@ -56,10 +59,183 @@ func readJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	if len(bytes.TrimSpace(buf.Bytes())) == 0 {
 		return badRequest("request body is empty; want a JSON object")
 	}
-	if err := json.Unmarshal(buf.Bytes(), v); err != nil {
-		return jsonError(err, "")
+	return strictUnmarshal(buf.Bytes(), "", v)
+}
+
+// strictUnmarshal is json.Unmarshal of data into v with readJSON's rules;
+// where is the path of data in its body ("offsets[3]"), "" for the body
+// itself. Handlers that keep part of a body raw (json.RawMessage) decode
+// it with strictUnmarshal (or decodeArray) to hold it to the same rules.
+func strictUnmarshal(data []byte, where string, v any) error {
+	if !json.Valid(data) {
+		var probe any
+		return jsonError(json.Unmarshal(data, &probe), where)
+	}
+	if err := strictFields(data, reflect.TypeOf(v), where); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return jsonError(err, where)
 	}
 	return nil
+}
+
+// fieldSet is what strictFields knows of a struct type: its JSON names
+// (exact) and, for the wrong-case hint, the names by lower case.
+type fieldSet struct {
+	exact map[string]reflect.Type
+	fold  map[string]string
+	names []string // in declaration order, for messages
+}
+
+// fieldSets caches fieldSet by struct type.
+var fieldSets sync.Map // reflect.Type -> *fieldSet
+
+var rawMessageType = reflect.TypeFor[json.RawMessage]()
+var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+
+// schemaOf resolves t to what its JSON must look like: a struct's
+// fieldSet, or for any other type (nil, an interface, a map, a
+// json.RawMessage, a type with its own UnmarshalJSON) nil, with elem the
+// type of its elements or members where it has them (slices, arrays,
+// maps). A nil schema with a nil elem is untyped: only duplicate keys
+// are checked in it.
+func schemaOf(t reflect.Type) (fs *fieldSet, elem reflect.Type) {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t == rawMessageType || reflect.PointerTo(t).Implements(unmarshalerType) {
+		return nil, nil
+	}
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array, reflect.Map:
+		return nil, t.Elem()
+	case reflect.Struct:
+	default:
+		return nil, nil
+	}
+	if c, ok := fieldSets.Load(t); ok {
+		return c.(*fieldSet), nil
+	}
+	fs = &fieldSet{exact: map[string]reflect.Type{}, fold: map[string]string{}}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name := f.Name
+		if tag, ok := f.Tag.Lookup("json"); ok {
+			n, _, _ := strings.Cut(tag, ",")
+			if n == "-" && !strings.HasPrefix(tag, "-,") {
+				continue
+			}
+			if n != "" {
+				name = n
+			}
+		}
+		if f.Anonymous && name == f.Name {
+			// An embedded struct's fields are the outer struct's.
+			if inner, _ := schemaOf(f.Type); inner != nil {
+				for _, n := range inner.names {
+					fs.exact[n] = inner.exact[n]
+					fs.fold[strings.ToLower(n)] = n
+					fs.names = append(fs.names, n)
+				}
+				continue
+			}
+		}
+		fs.exact[name] = f.Type
+		fs.fold[strings.ToLower(name)] = name
+		fs.names = append(fs.names, name)
+	}
+	c, _ := fieldSets.LoadOrStore(t, fs)
+	return c.(*fieldSet), nil
+}
+
+// strictFields checks data, valid JSON, against t: every object decoded
+// into a struct has only that struct's fields, spelt exactly, each at
+// most once; no object anywhere has a key twice.
+func strictFields(data []byte, t reflect.Type, where string) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	return strictValue(dec, t, where)
+}
+
+// joinPath is path.name, or name at the top.
+func joinPath(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+func strictValue(dec *json.Decoder, t reflect.Type, path string) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return jsonError(err, path)
+	}
+	d, ok := tok.(json.Delim)
+	if !ok {
+		return nil // a scalar: its type is the decoder's to check
+	}
+	fs, elem := schemaOf(t)
+	if d == '[' {
+		for i := 0; dec.More(); i++ {
+			if err := strictValue(dec, elem, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+		_, err := dec.Token()
+		return err
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return jsonError(err, path)
+		}
+		name, _ := tok.(string)
+		at := joinPath(path, name)
+		if seen[name] {
+			return badRequest("%s is given twice", at)
+		}
+		seen[name] = true
+		ft := elem
+		if fs != nil {
+			var known bool
+			if ft, known = fs.exact[name]; !known {
+				return unknownField(fs, at, name)
+			}
+		}
+		if err := strictValue(dec, ft, at); err != nil {
+			return err
+		}
+	}
+	_, err = dec.Token()
+	return err
+}
+
+// unknownField is the 400 of a field name fs does not have at path at.
+func unknownField(fs *fieldSet, at, name string) error {
+	if n, ok := fs.fold[strings.ToLower(name)]; ok {
+		return badRequest("unknown field %s: field names are case-sensitive; did you mean %s?", at, quote(n))
+	}
+	return badRequest("unknown field %s: want %s", at, fieldList(fs.names))
+}
+
+// fieldList is names for messages: "a", "a or b", "a, b or c".
+func fieldList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = quote(n)
+	}
+	switch len(q) {
+	case 0:
+		return "no fields"
+	case 1:
+		return q[0]
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
 }
 
 // bodyError classifies an error reading the body. The reader's own text
@@ -306,15 +482,46 @@ func decodeBase64(s []byte) ([]byte, error) {
 // rawRecord is one record of a produce body before its encoding is known
 // (the "encoding" field may come after "records").
 type rawRecord struct {
-	Key       json.RawMessage `json:"key"`
-	Value     json.RawMessage `json:"value"`
-	Partition json.RawMessage `json:"partition"`
+	Key       json.RawMessage
+	Value     json.RawMessage
+	Partition json.RawMessage
+	Headers   json.RawMessage
+	Timestamp json.RawMessage
+}
+
+// Limits of record headers (API.md "Records: headers, event time, JSON
+// values"): 65 or more headers on a record is 400, as is a key of 0 or
+// more than 256 bytes. Header keys and values count in the record's
+// MaxRecordBytes.
+const (
+	maxHeaders       = 64
+	maxHeaderKeySize = 256
+)
+
+// The fields of a produce body, of a record and of a header, for strict
+// decoding (API.md "Strict bodies").
+var (
+	produceFields = newFieldSet("encoding", "records", "expected_offset")
+	recordFields  = newFieldSet("key", "value", "partition", "headers", "timestamp")
+	headerFields  = newFieldSet("key", "value")
+)
+
+// newFieldSet is the fieldSet of a hand-decoded object with these names.
+func newFieldSet(names ...string) *fieldSet {
+	fs := &fieldSet{exact: map[string]reflect.Type{}, fold: map[string]string{}, names: names}
+	for _, n := range names {
+		fs.exact[n] = nil
+		fs.fold[strings.ToLower(n)] = n
+	}
+	return fs
 }
 
 // readProduce decodes a produce body:
 //
-//	{"encoding":"utf8"|"base64","records":[{"key":..,"value":..,"partition":..}]}
+//	{"encoding":"utf8"|"base64"|"json","records":[{"key":..,"value":..,"partition":..,
+//	 "headers":[{"key":..,"value":..}],"timestamp":ms}],"expected_offset":N}
 //
+// strictly: no unknown field, none twice, none in the wrong case.
 // It streams through the records array so that a body of tiny records is
 // refused at record 10,001 instead of after decoding all of them. With
 // allowPartition false (the partition route) a per-record partition is
@@ -385,8 +592,8 @@ func decodeProduce(src io.Reader, allowPartition bool, expectedRaw *json.RawMess
 		haveRecs bool
 		// expected_offset is checked once the body is known to be
 		// well-formed JSON, like encoding.
-		haveExpected bool
-		enc          = encUTF8
+		haveExpected, haveEnc bool
+		enc                   = encUTF8
 		encErr       error // an unknown encoding, reported after the syntax
 	)
 	for dec.More() {
@@ -395,14 +602,17 @@ func decodeProduce(src io.Reader, allowPartition bool, expectedRaw *json.RawMess
 			return nil, jsonError(err, "")
 		}
 		name, _ := tok.(string) // object keys are always strings
-		switch {
-		case strings.EqualFold(name, "encoding"):
+		switch name {
+		case "encoding":
+			if haveEnc {
+				return nil, badRequest("encoding is given twice")
+			}
+			haveEnc = true
 			var raw json.RawMessage
 			if err := dec.Decode(&raw); err != nil {
 				return nil, jsonError(err, "encoding")
 			}
 			if isNull(raw) {
-				enc, encErr = encUTF8, nil
 				continue
 			}
 			s, err := rawString(raw, "encoding")
@@ -410,7 +620,7 @@ func decodeProduce(src io.Reader, allowPartition bool, expectedRaw *json.RawMess
 				return nil, err
 			}
 			enc, encErr = parseEncoding(string(s))
-		case strings.EqualFold(name, "expected_offset"):
+		case "expected_offset":
 			if haveExpected {
 				return nil, badRequest("expected_offset is given twice")
 			}
@@ -418,7 +628,7 @@ func decodeProduce(src io.Reader, allowPartition bool, expectedRaw *json.RawMess
 			if err := dec.Decode(expectedRaw); err != nil {
 				return nil, jsonError(err, "expected_offset")
 			}
-		case strings.EqualFold(name, "records"):
+		case "records":
 			if haveRecs {
 				return nil, badRequest("records is given twice")
 			}
@@ -427,10 +637,7 @@ func decodeProduce(src io.Reader, allowPartition bool, expectedRaw *json.RawMess
 				return nil, err
 			}
 		default:
-			var skip json.RawMessage
-			if err := dec.Decode(&skip); err != nil {
-				return nil, jsonError(err, name)
-			}
+			return nil, unknownField(produceFields, name, name)
 		}
 	}
 	if _, err := dec.Token(); err != nil { // the closing '}'
@@ -480,9 +687,9 @@ func readRecords(dec *json.Decoder) ([]rawRecord, error) {
 		if len(raws) == broker.MaxBatchRecords {
 			return nil, tooLarge("more than %d records in one request", broker.MaxBatchRecords)
 		}
-		var rr rawRecord
-		if err := dec.Decode(&rr); err != nil {
-			return nil, jsonError(err, fmt.Sprintf("records[%d]", len(raws)))
+		rr, err := readRecord(dec, len(raws))
+		if err != nil {
+			return nil, err
 		}
 		raws = append(raws, rr)
 	}
@@ -490,6 +697,53 @@ func readRecords(dec *json.Decoder) ([]rawRecord, error) {
 		return nil, jsonError(err, "records")
 	}
 	return raws, nil
+}
+
+// readRecord reads records[i], an object of recordFields, each at most
+// once, their values kept raw.
+func readRecord(dec *json.Decoder, i int) (rawRecord, error) {
+	var rr rawRecord
+	at := fmt.Sprintf("records[%d]", i)
+	tok, err := dec.Token()
+	if err != nil {
+		return rr, jsonError(err, at)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return rr, badRequest("%s: got JSON %s, want an object", at, tokenType(tok))
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return rr, jsonError(err, at)
+		}
+		name, _ := tok.(string)
+		field := at + "." + name
+		var slot *json.RawMessage
+		switch name {
+		case "key":
+			slot = &rr.Key
+		case "value":
+			slot = &rr.Value
+		case "partition":
+			slot = &rr.Partition
+		case "headers":
+			slot = &rr.Headers
+		case "timestamp":
+			slot = &rr.Timestamp
+		default:
+			return rr, unknownField(recordFields, field, name)
+		}
+		if *slot != nil {
+			return rr, badRequest("%s is given twice", field)
+		}
+		if err := dec.Decode(slot); err != nil {
+			return rr, jsonError(err, field)
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing '}'
+		return rr, jsonError(err, at)
+	}
+	return rr, nil
 }
 
 // tokenType names a json.Token for messages.
@@ -531,7 +785,7 @@ func convertRecord(i int, rr rawRecord, enc encoding, allowPartition bool) (brok
 		rec.Partition = int(p)
 	}
 	if !isNull(rr.Key) {
-		k, err := rawBytes(rr.Key, enc, fmt.Sprintf("records[%d].key", i))
+		k, err := recordBytes(rr.Key, enc, fmt.Sprintf("records[%d].key", i))
 		if err != nil {
 			return rec, err
 		}
@@ -541,16 +795,137 @@ func convertRecord(i int, rr rawRecord, enc encoding, allowPartition bool) (brok
 		return rec, badRequest("records[%d].value is required (use null for a tombstone)", i)
 	}
 	if !isNull(rr.Value) {
-		v, err := rawBytes(rr.Value, enc, fmt.Sprintf("records[%d].value", i))
+		v, err := recordBytes(rr.Value, enc, fmt.Sprintf("records[%d].value", i))
 		if err != nil {
 			return rec, err
 		}
 		rec.Value = v
 	}
-	if n := len(rec.Key) + len(rec.Value); n > broker.MaxRecordBytes {
-		return rec, tooLarge("records[%d]: key and value are %d bytes, more than the %d a record may have", i, n, broker.MaxRecordBytes)
+	var err error
+	if rec.Headers, err = decodeHeaders(rr.Headers, enc, i); err != nil {
+		return rec, err
+	}
+	if !isNull(rr.Timestamp) {
+		ts, err := rawInt(rr.Timestamp, fmt.Sprintf("records[%d].timestamp", i), math.MaxInt64)
+		if err != nil {
+			return rec, err
+		}
+		rec.Timestamp, rec.HasTimestamp = ts, true
+	}
+	if n := recordSize(&rec); n > broker.MaxRecordBytes {
+		return rec, tooLarge("records[%d]: key, value and headers are %d bytes, more than the %d a record may have", i, n, broker.MaxRecordBytes)
 	}
 	return rec, nil
+}
+
+// recordSize is what a record counts against MaxRecordBytes: its key,
+// value, and header keys and values.
+func recordSize(r *broker.ProduceRecord) int {
+	n := len(r.Key) + len(r.Value)
+	for i := range r.Headers {
+		n += len(r.Headers[i].Key) + len(r.Headers[i].Value)
+	}
+	return n
+}
+
+// recordBytes decodes a non-null key, value or header value in enc.
+func recordBytes(raw json.RawMessage, enc encoding, what string) ([]byte, error) {
+	if enc == encJSON {
+		return jsonText(raw, what)
+	}
+	return rawBytes(raw, enc, what)
+}
+
+// jsonText is a JSON value of "encoding":"json" as it is stored: its
+// compact UTF-8 text (json.Compact: white space outside strings
+// dropped, everything else as sent). Never nil.
+func jsonText(raw json.RawMessage, what string) ([]byte, error) {
+	if !utf8.Valid(raw) {
+		return nil, badRequest("%s is not valid UTF-8; send such bytes with \"encoding\":\"base64\"", what)
+	}
+	var buf bytes.Buffer
+	buf.Grow(len(raw))
+	if err := json.Compact(&buf, raw); err != nil {
+		return nil, jsonError(err, what)
+	}
+	return buf.Bytes(), nil
+}
+
+// decodeHeaders decodes records[i].headers: null, absent or [] (no
+// headers: nil), or an array of up to maxHeaders objects of
+// headerFields. A key is a string of 1 to maxHeaderKeySize bytes in every
+// encoding; a value follows enc, and null or absent is a null value.
+func decodeHeaders(raw json.RawMessage, enc encoding, i int) ([]broker.Header, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	what := fmt.Sprintf("records[%d].headers", i)
+	if raw[0] != '[' {
+		return nil, badRequest("%s: got JSON %s, want an array of {\"key\":..,\"value\":..}", what, jsonType(raw))
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if _, err := dec.Token(); err != nil { // '['
+		return nil, jsonError(err, what)
+	}
+	var hs []broker.Header
+	for j := 0; dec.More(); j++ {
+		if j == maxHeaders {
+			return nil, badRequest("%s has more than %d headers, at most %d a record may have", what, maxHeaders, maxHeaders)
+		}
+		at := fmt.Sprintf("%s[%d]", what, j)
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, jsonError(err, at)
+		}
+		if d, ok := tok.(json.Delim); !ok || d != '{' {
+			return nil, badRequest("%s: got JSON %s, want an object {\"key\":..,\"value\":..}", at, tokenType(tok))
+		}
+		var key, val json.RawMessage
+		for dec.More() {
+			tok, err := dec.Token()
+			if err != nil {
+				return nil, jsonError(err, at)
+			}
+			name, _ := tok.(string)
+			field := at + "." + name
+			var slot *json.RawMessage
+			switch name {
+			case "key":
+				slot = &key
+			case "value":
+				slot = &val
+			default:
+				return nil, unknownField(headerFields, field, name)
+			}
+			if *slot != nil {
+				return nil, badRequest("%s is given twice", field)
+			}
+			if err := dec.Decode(slot); err != nil {
+				return nil, jsonError(err, field)
+			}
+		}
+		if _, err := dec.Token(); err != nil { // '}'
+			return nil, jsonError(err, at)
+		}
+		if isNull(key) {
+			return nil, badRequest("%s.key is required: a string of 1 to %d bytes", at, maxHeaderKeySize)
+		}
+		k, err := rawString(key, at+".key")
+		if err != nil {
+			return nil, err
+		}
+		if len(k) == 0 || len(k) > maxHeaderKeySize {
+			return nil, badRequest("%s.key is %d bytes: want 1 to %d", at, len(k), maxHeaderKeySize)
+		}
+		h := broker.Header{Key: string(k)}
+		if !isNull(val) {
+			if h.Value, err = recordBytes(val, enc, at+".value"); err != nil {
+				return nil, err
+			}
+		}
+		hs = append(hs, h)
+	}
+	return hs, nil
 }
 
 // decodeArray decodes raw, a JSON array or null (nil result), element by
@@ -571,9 +946,16 @@ func decodeArray[T any](raw json.RawMessage, what string, max int) ([]T, error) 
 		if len(out) == max {
 			return nil, tooLarge("%s has more than %d entries", what, max)
 		}
-		var v T
-		if err := dec.Decode(&v); err != nil {
-			return nil, jsonError(err, fmt.Sprintf("%s[%d]", what, len(out)))
+		var (
+			el json.RawMessage
+			v  T
+		)
+		at := fmt.Sprintf("%s[%d]", what, len(out))
+		if err := dec.Decode(&el); err != nil {
+			return nil, jsonError(err, at)
+		}
+		if err := strictUnmarshal(el, at, &v); err != nil {
+			return nil, err
 		}
 		out = append(out, v)
 	}

@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"io"
 	"math"
 	"math/bits"
@@ -40,11 +41,13 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 
 // scanProduce decodes a produce body of the plain shape,
 //
-//	{"encoding":"utf8"|"base64"|null,"records":[{"key":..,"value":..,"partition":..}],"expected_offset":N|null}
+//	{"encoding":"utf8"|"base64"|"json"|null,"records":[{"key":..,"value":..,"partition":..,
+//	 "headers":[{"key":..,"value":..}],"timestamp":..}],"expected_offset":N|null}
 //
 // with the members in any order, each at most once, spelt exactly so
-// (no escapes in names), keys and values strings or null, numbers plain
-// non-negative integers, and every rule of decodeProduce holding. It
+// (no escapes in names), keys and values strings or null (any JSON value
+// with "encoding":"json", which then comes before "records"), numbers
+// plain non-negative integers, and every rule of decodeProduce holding. It
 // gives the same records decodeProduce does (utf8 keys and values alias
 // body). ok is false for anything else, valid or not, and then
 // decodeProduce must answer: this scanner never makes an error of its
@@ -79,6 +82,8 @@ func scanProduce(body []byte, allowPartition bool) (recs []broker.ProduceRecord,
 			case string(v) == "utf8":
 			case string(v) == "base64":
 				enc = encBase64
+			case string(v) == "json" && !haveRecs:
+				enc = encJSON
 			default:
 				return nil, nil, false
 			}
@@ -87,7 +92,7 @@ func scanProduce(body []byte, allowPartition bool) (recs []broker.ProduceRecord,
 				return nil, nil, false
 			}
 			haveRecs = true
-			if recs, ok = s.records(allowPartition); !ok {
+			if recs, ok = s.records(allowPartition, enc == encJSON); !ok {
 				return nil, nil, false
 			}
 		case "expected_offset":
@@ -120,19 +125,23 @@ func scanProduce(body []byte, allowPartition bool) (recs []broker.ProduceRecord,
 		return nil, nil, false
 	}
 	for i := range recs {
-		if len(recs[i].Key)+len(recs[i].Value) > broker.MaxRecordBytes {
+		if recordSize(&recs[i]) > broker.MaxRecordBytes {
 			return nil, nil, false
 		}
 	}
 	return recs, expected, true
 }
 
-// decodeBase64Records replaces each non-nil key and value of recs by its
-// strict base64 decoding (decodeBase64), all into one buffer.
+// decodeBase64Records replaces each non-nil key, value and header value
+// of recs by its strict base64 decoding (decodeBase64), all into one
+// buffer.
 func decodeBase64Records(recs []broker.ProduceRecord) bool {
 	n := 0
 	for i := range recs {
 		n += strictBase64.DecodedLen(len(recs[i].Key)) + strictBase64.DecodedLen(len(recs[i].Value))
+		for _, h := range recs[i].Headers {
+			n += strictBase64.DecodedLen(len(h.Value))
+		}
 	}
 	arena := make([]byte, n)
 	dec := func(b []byte) ([]byte, bool) {
@@ -157,6 +166,12 @@ func decodeBase64Records(recs []broker.ProduceRecord) bool {
 		}
 		if recs[i].Value, ok = dec(recs[i].Value); !ok {
 			return false
+		}
+		for j := range recs[i].Headers {
+			h := &recs[i].Headers[j]
+			if h.Value, ok = dec(h.Value); !ok {
+				return false
+			}
 		}
 	}
 	return true
@@ -284,9 +299,18 @@ func (s *scanner) value() ([]byte, bool) {
 	return unescape(body)
 }
 
+// field reads a key or value in the mode of the records: a string (or
+// null) as value does, or with asJSON any JSON value as jsonValue does.
+func (s *scanner) field(asJSON bool) ([]byte, bool) {
+	if asJSON {
+		return s.jsonValue()
+	}
+	return s.value()
+}
+
 // records reads the records array: 1 to broker.MaxBatchRecords
 // objects.
-func (s *scanner) records(allowPartition bool) ([]broker.ProduceRecord, bool) {
+func (s *scanner) records(allowPartition, asJSON bool) ([]broker.ProduceRecord, bool) {
 	if !s.consume('[') {
 		return nil, false
 	}
@@ -298,7 +322,7 @@ func (s *scanner) records(allowPartition bool) ([]broker.ProduceRecord, bool) {
 			return nil, false
 		}
 		rec := broker.ProduceRecord{Partition: -1}
-		var haveKey, haveValue, havePart bool
+		var haveKey, haveValue, havePart, haveHeaders, haveTime bool
 		for {
 			name, esc, ok := s.str()
 			if !ok || esc || !s.consume(':') {
@@ -310,7 +334,7 @@ func (s *scanner) records(allowPartition bool) ([]broker.ProduceRecord, bool) {
 					return nil, false
 				}
 				haveKey = true
-				if rec.Key, ok = s.value(); !ok {
+				if rec.Key, ok = s.field(asJSON); !ok {
 					return nil, false
 				}
 			case "value":
@@ -318,7 +342,7 @@ func (s *scanner) records(allowPartition bool) ([]broker.ProduceRecord, bool) {
 					return nil, false
 				}
 				haveValue = true
-				if rec.Value, ok = s.value(); !ok {
+				if rec.Value, ok = s.field(asJSON); !ok {
 					return nil, false
 				}
 			case "partition":
@@ -334,6 +358,26 @@ func (s *scanner) records(allowPartition bool) ([]broker.ProduceRecord, bool) {
 					return nil, false
 				}
 				rec.Partition = int(p)
+			case "headers":
+				if haveHeaders {
+					return nil, false
+				}
+				haveHeaders = true
+				if rec.Headers, ok = s.headers(asJSON); !ok {
+					return nil, false
+				}
+			case "timestamp":
+				if haveTime {
+					return nil, false
+				}
+				haveTime = true
+				if s.null() {
+					break
+				}
+				if rec.Timestamp, ok = s.uint(math.MaxInt64); !ok {
+					return nil, false
+				}
+				rec.HasTimestamp = true
 			default:
 				return nil, false
 			}
@@ -355,6 +399,226 @@ func (s *scanner) records(allowPartition bool) ([]broker.ProduceRecord, bool) {
 			return nil, false
 		}
 	}
+}
+
+// headers reads a record's headers: null or an array of 0 to maxHeaders
+// objects {"key":..,"value":..} (nil for none), each key a string of 1
+// to maxHeaderKeySize bytes, each value absent, null or read as field
+// reads it.
+func (s *scanner) headers(asJSON bool) ([]broker.Header, bool) {
+	if s.null() {
+		return nil, true
+	}
+	if !s.consume('[') {
+		return nil, false
+	}
+	if s.consume(']') {
+		return nil, true
+	}
+	var hs []broker.Header
+	for {
+		if len(hs) == maxHeaders || !s.consume('{') {
+			return nil, false
+		}
+		var (
+			h                  broker.Header
+			haveKey, haveValue bool
+		)
+		for {
+			name, esc, ok := s.str()
+			if !ok || esc || !s.consume(':') {
+				return nil, false
+			}
+			switch string(name) {
+			case "key":
+				if haveKey || s.null() {
+					return nil, false
+				}
+				haveKey = true
+				k, ok := s.value()
+				if !ok || len(k) == 0 || len(k) > maxHeaderKeySize {
+					return nil, false
+				}
+				h.Key = string(k)
+			case "value":
+				if haveValue {
+					return nil, false
+				}
+				haveValue = true
+				if h.Value, ok = s.field(asJSON); !ok {
+					return nil, false
+				}
+			default:
+				return nil, false
+			}
+			if s.consume('}') {
+				break
+			}
+			if !s.consume(',') {
+				return nil, false
+			}
+		}
+		if !haveKey {
+			return nil, false
+		}
+		hs = append(hs, h)
+		if s.consume(']') {
+			return hs, true
+		}
+		if !s.consume(',') {
+			return nil, false
+		}
+	}
+}
+
+// maxScanDepth is how deep jsonValue follows nested arrays and objects;
+// deeper values are left to the reference decoder.
+const maxScanDepth = 64
+
+// jsonValue reads any JSON value for "encoding":"json": nil for null,
+// else its compact text (the body's own bytes when the value has no
+// white space, json.Compact's copy when it has). Strings must be valid
+// UTF-8; their escapes are checked but kept as sent, as json.Compact
+// keeps them.
+func (s *scanner) jsonValue() ([]byte, bool) {
+	if s.null() {
+		return nil, true
+	}
+	s.skipSpace()
+	start := s.i
+	if !s.skipValue(0) {
+		return nil, false
+	}
+	text := s.b[start:s.i:s.i]
+	if bytes.IndexAny(text, " \t\n\r") < 0 {
+		return text, true
+	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, text) != nil {
+		return nil, false
+	}
+	return buf.Bytes(), true
+}
+
+// skipValue reads one JSON value; white space before it is skipped.
+func (s *scanner) skipValue(depth int) bool {
+	s.skipSpace()
+	if s.i >= len(s.b) {
+		return false
+	}
+	switch c := s.b[s.i]; c {
+	case '"':
+		body, esc, ok := s.str()
+		return ok && (!esc || validEscapes(body))
+	case '{', '[':
+		if depth == maxScanDepth {
+			return false
+		}
+		end := byte('}')
+		if c == '[' {
+			end = ']'
+		}
+		s.i++
+		if s.consume(end) {
+			return true
+		}
+		for {
+			if c == '{' {
+				body, esc, ok := s.str()
+				if !ok || (esc && !validEscapes(body)) || !s.consume(':') {
+					return false
+				}
+			}
+			if !s.skipValue(depth + 1) {
+				return false
+			}
+			if s.consume(end) {
+				return true
+			}
+			if !s.consume(',') {
+				return false
+			}
+		}
+	case 't':
+		return s.literal("true")
+	case 'f':
+		return s.literal("false")
+	case 'n':
+		return s.literal("null")
+	}
+	return s.number()
+}
+
+// literal reads lit if it comes next.
+func (s *scanner) literal(lit string) bool {
+	if len(s.b)-s.i >= len(lit) && string(s.b[s.i:s.i+len(lit)]) == lit {
+		s.i += len(lit)
+		return true
+	}
+	return false
+}
+
+// number reads a JSON number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func (s *scanner) number() bool {
+	b, i := s.b, s.i
+	digits := func() bool {
+		j := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		return i > j
+	}
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case !digits():
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if !digits() {
+			return false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if !digits() {
+			return false
+		}
+	}
+	s.i = i
+	return true
+}
+
+// validEscapes reports whether every escape in the body of a JSON string
+// is one JSON has (surrogates unpaired or not: they are JSON).
+func validEscapes(b []byte) bool {
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		i++
+		if i >= len(b) {
+			return false
+		}
+		switch b[i] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		case 'u':
+			if _, ok := hex4ok(b, i+1); !ok {
+				return false
+			}
+			i += 4
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // unescape decodes the body of a JSON string with escapes, as

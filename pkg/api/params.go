@@ -138,6 +138,7 @@ type encoding int
 const (
 	encUTF8 encoding = iota
 	encBase64
+	encJSON // keys, values and header values are JSON values (API.md "JSON values")
 )
 
 func parseEncoding(s string) (encoding, error) {
@@ -146,6 +147,8 @@ func parseEncoding(s string) (encoding, error) {
 		return encUTF8, nil
 	case "base64":
 		return encBase64, nil
+	case "json":
+		return encJSON, nil
 	}
-	return 0, badRequest("unknown encoding %s: want \"utf8\" or \"base64\"", quote(s))
+	return 0, badRequest("unknown encoding %s: want \"utf8\", \"base64\" or \"json\"", quote(s))
 }
