@@ -48,7 +48,7 @@ func TestTopics(t *testing.T) {
 	if err := json.Unmarshal(r.body, &fields); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"cache_enabled", "cleanup_policy", "name", "partitions", "read_ahead_segments", "retention_bytes", "retention_ms", "segment_bytes", "segment_ms"}
+	want := []string{"cache_enabled", "cleanup_policy", "name", "partitions", "read_ahead_segments", "retention_bytes", "retention_ms", "segment_bytes", "segment_ms", "timestamp_type"}
 	if got := sortedKeys(fields); !slices.Equal(got, want) {
 		t.Errorf("topic fields %v, want %v", got, want)
 	}
@@ -494,7 +494,7 @@ func TestRoutes(t *testing.T) {
 	}{
 		{"POST", "/v1/health", "GET, HEAD"},
 		{"DELETE", "/v1/topics", "GET, HEAD, POST"},
-		{"PUT", "/v1/topics/orders", "GET, HEAD, DELETE"},
+		{"PUT", "/v1/topics/orders", "GET, HEAD, DELETE, PATCH"},
 		{"GET", "/v1/topics/orders/records", "POST"},
 		{"DELETE", "/v1/topics/orders/partitions/0/records", "GET, HEAD, POST"},
 		{"POST", "/v1/topics/orders/partitions/0/offsets", "GET, HEAD"},
@@ -508,7 +508,7 @@ func TestRoutes(t *testing.T) {
 		}
 	}
 	for _, p := range []string{"/", "/v1", "/v1/", "/v2/topics", "/v1/topics/", "/v1/topics/orders/", "/v1/topics/orders/partitions",
-		"/v1/topics/orders/partitions/0", "/v1/topics/orders/partitions/0/records/1", "/v1/groups/g", "/v1/topics//records", "/v1/./topics"} {
+		"/v1/topics/orders/partitions/0", "/v1/topics/orders/partitions/0/records/1", "/v1/groups/g/members/m/other", "/v1/topics//records", "/v1/./topics"} {
 		checkError(t, "GET "+p, s.do("GET", p, nil), 404, "not_found")
 	}
 }

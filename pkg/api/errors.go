@@ -32,6 +32,10 @@ const (
 	codeOffsetMismatch     = "offset_mismatch"
 	codeKeyInUse           = "idempotency_key_in_use"
 	codeKeyReused          = "idempotency_key_reused"
+	codeGroupNotFound      = "group_not_found"
+	codeMemberNotFound     = "member_not_found"
+	codeStaleGeneration    = "stale_generation"
+	codeNotAssigned        = "not_assigned"
 	retryAfterUnavailable  = "1" // seconds, sent with every 503
 	contentTypeJSON        = "application/json"
 	headerRequestID        = "X-Request-Id"
@@ -159,6 +163,14 @@ func classify(err error, requestID string) classification {
 	case errors.Is(err, broker.ErrIdempotencyKeyReused):
 		return c(http.StatusUnprocessableEntity, codeKeyReused, keyMessage(err,
 			"was used before for a request with other contents: nothing was appended; use a new key for a new request"))
+	case errors.Is(err, broker.ErrGroupNotFound):
+		return c(http.StatusNotFound, codeGroupNotFound, publicMessage(err))
+	case errors.Is(err, broker.ErrMemberNotFound):
+		return c(http.StatusNotFound, codeMemberNotFound, publicMessage(err))
+	case errors.Is(err, broker.ErrStaleGeneration):
+		return c(http.StatusConflict, codeStaleGeneration, publicMessage(err))
+	case errors.Is(err, broker.ErrNotAssigned):
+		return c(http.StatusConflict, codeNotAssigned, publicMessage(err))
 	case errors.Is(err, broker.ErrTopicNotFound):
 		return c(http.StatusNotFound, codeTopicNotFound, publicMessage(err))
 	case errors.Is(err, broker.ErrPartitionNotFound):

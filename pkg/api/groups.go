@@ -1,10 +1,13 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"fmt"
 	"math"
 	"net/http"
+	"time"
 
 	"github.com/tierlog/tierlog/pkg/broker"
 	"github.com/tierlog/tierlog/pkg/meta"
@@ -26,6 +29,9 @@ type commitEntry struct {
 // entries is refused at entry 10,001, not after a million allocations.
 type commitRequest struct {
 	Offsets json.RawMessage `json:"offsets"`
+	// A member's commit (API.md, Membership): both or neither.
+	MemberID   *string `json:"member_id"`
+	Generation *int64  `json:"generation"`
 }
 
 // PUT /v1/groups/{group}/offsets
@@ -45,7 +51,18 @@ func (s *server) commitGroupOffsets(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if err := s.b.CommitGroupOffsets(r.Context(), group, offs); err != nil {
+	var fence *broker.MemberFence
+	switch {
+	case req.MemberID != nil && req.Generation != nil:
+		fence = &broker.MemberFence{MemberID: *req.MemberID, Generation: *req.Generation}
+	case req.MemberID != nil:
+		s.writeError(w, r, badRequest("generation is required with member_id"))
+		return
+	case req.Generation != nil:
+		s.writeError(w, r, badRequest("member_id is required with generation"))
+		return
+	}
+	if err := s.b.CommitGroupOffsetsAs(r.Context(), group, fence, offs); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -162,4 +179,268 @@ func (s *server) groupOffsets(w http.ResponseWriter, r *http.Request) {
 		out.Offsets[i] = groupOffsetJSON{Topic: g.Topic, Partition: g.Partition, Offset: g.Offset, Metadata: g.Metadata, Lag: g.Lag}
 	}
 	s.writeJSON(w, r, http.StatusOK, &out)
+}
+
+// groupPath checks the {group} path value.
+func groupPath(r *http.Request) (string, error) {
+	group := r.PathValue("group")
+	return group, checkGroup(group)
+}
+
+type groupSummaryJSON struct {
+	Group   string `json:"group"`
+	Members int    `json:"members"`
+}
+
+// GET /v1/groups
+func (s *server) listGroups(w http.ResponseWriter, r *http.Request) {
+	gs, err := s.b.Groups(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := struct {
+		Groups []groupSummaryJSON `json:"groups"`
+	}{Groups: make([]groupSummaryJSON, len(gs))}
+	for i, g := range gs {
+		out.Groups[i] = groupSummaryJSON{Group: g.Group, Members: g.Members}
+	}
+	s.writeJSON(w, r, http.StatusOK, &out)
+}
+
+type assignmentJSON struct {
+	Topic      string `json:"topic"`
+	Partitions []int  `json:"partitions"`
+}
+
+func toAssignments(as []meta.TopicPartitions) []assignmentJSON {
+	out := make([]assignmentJSON, 0, len(as))
+	for _, a := range as {
+		ps := a.Partitions
+		if ps == nil {
+			ps = []int{}
+		}
+		out = append(out, assignmentJSON{Topic: a.Topic, Partitions: ps})
+	}
+	return out
+}
+
+type memberJSON struct {
+	MemberID         string           `json:"member_id"`
+	Topics           []string         `json:"topics"`
+	SessionTimeoutMs int64            `json:"session_timeout_ms"`
+	ExpiresMs        int64            `json:"expires_ms"`
+	Assignments      []assignmentJSON `json:"assignments"`
+}
+
+// GET /v1/groups/{group} (docs/api-extensions.md): live members, the
+// generation, and the topics the group has offsets for.
+func (s *server) describeGroup(w http.ResponseWriter, r *http.Request) {
+	group, err := groupPath(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	d, err := s.b.DescribeGroup(r.Context(), group)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := struct {
+		Group        string       `json:"group"`
+		Generation   int64        `json:"generation"`
+		Members      []memberJSON `json:"members"`
+		OffsetTopics []string     `json:"offset_topics"`
+	}{Group: d.Group, Generation: d.Generation, Members: make([]memberJSON, len(d.Members)), OffsetTopics: d.OffsetTopics}
+	if out.OffsetTopics == nil {
+		out.OffsetTopics = []string{}
+	}
+	for i, m := range d.Members {
+		out.Members[i] = memberJSON{MemberID: m.ID, Topics: m.Topics, SessionTimeoutMs: m.SessionTimeoutMs, ExpiresMs: m.ExpiresMs, Assignments: toAssignments(m.Assignments)}
+	}
+	s.writeJSON(w, r, http.StatusOK, &out)
+}
+
+// DELETE /v1/groups/{group}
+func (s *server) deleteGroup(w http.ResponseWriter, r *http.Request) {
+	group, err := groupPath(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := s.b.DeleteGroup(r.Context(), group); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// resetRequest is the body of POST /v1/groups/{group}/offsets/reset.
+type resetRequest struct {
+	Topic      *string `json:"topic"`
+	To         *string `json:"to"`
+	Timestamp  *int64  `json:"timestamp"`
+	Offset     *int64  `json:"offset"`
+	Partitions []int32 `json:"partitions"`
+}
+
+// POST /v1/groups/{group}/offsets/reset
+func (s *server) resetGroupOffsets(w http.ResponseWriter, r *http.Request) {
+	group, err := groupPath(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var req resetRequest
+	if err := readJSON(w, r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if req.Topic == nil {
+		s.writeError(w, r, badRequest("topic is required"))
+		return
+	}
+	if err := checkTopic(*req.Topic); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	rr := broker.ResetRequest{Topic: *req.Topic, Timestamp: req.Timestamp, Offset: req.Offset}
+	if req.To != nil {
+		if *req.To == "" {
+			s.writeError(w, r, badRequest(`to "" must be "earliest" or "latest"`))
+			return
+		}
+		rr.To = *req.To
+	}
+	if req.Partitions != nil {
+		rr.Partitions = make([]int, len(req.Partitions))
+		for i, p := range req.Partitions {
+			if p < 0 {
+				s.writeError(w, r, badRequest("partitions[%d] %d is negative", i, p))
+				return
+			}
+			rr.Partitions[i] = int(p)
+		}
+	}
+	gos, err := s.b.ResetGroupOffsets(r.Context(), group, rr)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := struct {
+		Offsets []groupOffsetJSON `json:"offsets"`
+	}{Offsets: make([]groupOffsetJSON, len(gos))}
+	for i, g := range gos {
+		out.Offsets[i] = groupOffsetJSON{Topic: g.Topic, Partition: g.Partition, Offset: g.Offset, Metadata: g.Metadata, Lag: g.Lag}
+	}
+	s.writeJSON(w, r, http.StatusOK, &out)
+}
+
+// joinRequest is the body of POST /v1/groups/{group}/members.
+type joinRequest struct {
+	Topics           []string `json:"topics"`
+	SessionTimeoutMs *int64   `json:"session_timeout_ms"`
+}
+
+type membershipJSON struct {
+	MemberID    string           `json:"member_id"`
+	Generation  int64            `json:"generation"`
+	Assignments []assignmentJSON `json:"assignments"`
+}
+
+func toMembershipJSON(m broker.Membership) membershipJSON {
+	return membershipJSON{MemberID: m.MemberID, Generation: m.Generation, Assignments: toAssignments(m.Assignments)}
+}
+
+// POST /v1/groups/{group}/members
+func (s *server) joinGroup(w http.ResponseWriter, r *http.Request) {
+	group, err := groupPath(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var req joinRequest
+	if err := readJSON(w, r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if len(req.Topics) == 0 {
+		s.writeError(w, r, badRequest("topics is required: an array of 1 to %d topic names", broker.MaxGroupTopics))
+		return
+	}
+	if len(req.Topics) > broker.MaxGroupTopics {
+		s.writeError(w, r, badRequest("topics has %d names, at most %d", len(req.Topics), broker.MaxGroupTopics))
+		return
+	}
+	for i, t := range req.Topics {
+		if broker.ValidTopicName(t) != nil {
+			s.writeError(w, r, badRequest("topics[%d]: invalid topic name %s: must match ^[A-Za-z0-9._-]{1,249}$ and not be . or ..", i, quote(t)))
+			return
+		}
+	}
+	session := broker.DefaultSessionTimeout
+	if req.SessionTimeoutMs != nil {
+		ms := *req.SessionTimeoutMs
+		if ms < broker.MinSessionTimeout.Milliseconds() || ms > broker.MaxSessionTimeout.Milliseconds() {
+			s.writeError(w, r, badRequest("session_timeout_ms %d must be %d to %d", ms, broker.MinSessionTimeout.Milliseconds(), broker.MaxSessionTimeout.Milliseconds()))
+			return
+		}
+		session = time.Duration(ms) * time.Millisecond
+	}
+	m, err := s.b.JoinGroup(r.Context(), group, req.Topics, session)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, http.StatusCreated, toMembershipJSON(m))
+}
+
+// heartbeatRequest is the optional body of a heartbeat.
+type heartbeatRequest struct {
+	Generation *int64 `json:"generation"`
+}
+
+// POST /v1/groups/{group}/members/{member}/heartbeat: no body, {} or
+// {"generation":N}.
+func (s *server) heartbeat(w http.ResponseWriter, r *http.Request) {
+	group, err := groupPath(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	member := r.PathValue("member")
+	body, err := io.ReadAll(limitBody(w, r))
+	if err != nil {
+		s.writeError(w, r, bodyError(err))
+		return
+	}
+	var req heartbeatRequest
+	if len(bytes.TrimSpace(body)) > 0 {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		if err := readJSON(w, r, &req); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	m, err := s.b.Heartbeat(r.Context(), group, member, req.Generation)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, toMembershipJSON(m))
+}
+
+// DELETE /v1/groups/{group}/members/{member}
+func (s *server) leaveGroup(w http.ResponseWriter, r *http.Request) {
+	group, err := groupPath(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := s.b.LeaveGroup(r.Context(), group, r.PathValue("member")); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }

@@ -29,8 +29,16 @@ var routeTable = []Route{
 	{http.MethodGet, "/v1/topics/{topic}/partitions/{partition}/records"},
 	{http.MethodPost, "/v1/topics/{topic}/partitions/{partition}/records"},
 	{http.MethodGet, "/v1/topics/{topic}/partitions/{partition}/offsets"},
+	{http.MethodPatch, "/v1/topics/{topic}"},
 	{http.MethodGet, "/v1/groups/{group}/offsets"},
 	{http.MethodPut, "/v1/groups/{group}/offsets"},
+	{http.MethodGet, "/v1/groups"},
+	{http.MethodGet, "/v1/groups/{group}"},
+	{http.MethodDelete, "/v1/groups/{group}"},
+	{http.MethodPost, "/v1/groups/{group}/offsets/reset"},
+	{http.MethodPost, "/v1/groups/{group}/members"},
+	{http.MethodPost, "/v1/groups/{group}/members/{member}/heartbeat"},
+	{http.MethodDelete, "/v1/groups/{group}/members/{member}"},
 }
 
 // Routes returns API.md's routes (a copy). A GET route also answers HEAD;
@@ -66,6 +74,14 @@ func (s *server) handlers() map[Route]http.HandlerFunc {
 		{http.MethodGet, "/v1/topics/{topic}/partitions/{partition}/offsets"}:  s.offsets,
 		{http.MethodGet, "/v1/groups/{group}/offsets"}:                         s.groupOffsets,
 		{http.MethodPut, "/v1/groups/{group}/offsets"}:                         s.commitGroupOffsets,
+		{http.MethodPatch, "/v1/topics/{topic}"}:                               s.patchTopic,
+		{http.MethodGet, "/v1/groups"}:                                         s.listGroups,
+		{http.MethodGet, "/v1/groups/{group}"}:                                 s.describeGroup,
+		{http.MethodDelete, "/v1/groups/{group}"}:                              s.deleteGroup,
+		{http.MethodPost, "/v1/groups/{group}/offsets/reset"}:                  s.resetGroupOffsets,
+		{http.MethodPost, "/v1/groups/{group}/members"}:                        s.joinGroup,
+		{http.MethodPost, "/v1/groups/{group}/members/{member}/heartbeat"}:     s.heartbeat,
+		{http.MethodDelete, "/v1/groups/{group}/members/{member}"}:             s.leaveGroup,
 	}
 }
 

@@ -30,15 +30,15 @@ func TestRouteTable(t *testing.T) {
 			}
 		}
 	}
-	if len(paths) != 7 {
-		t.Errorf("%d paths in the route table, want API.md's 7", len(paths))
+	if len(paths) != 13 {
+		t.Errorf("%d paths in the route table, want API.md's 13", len(paths))
 	}
 	for p := range paths {
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest("PATCH", concrete(p), nil))
+		h.ServeHTTP(rec, httptest.NewRequest("OPTIONS", concrete(p), nil))
 		allow := api.Allow(p)
 		if rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") != strings.Join(allow, ", ") {
-			t.Errorf("PATCH %s: %d Allow %q, want 405 Allow %q", p, rec.Code, rec.Header().Get("Allow"), allow)
+			t.Errorf("OPTIONS %s: %d Allow %q, want 405 Allow %q", p, rec.Code, rec.Header().Get("Allow"), allow)
 		}
 		if slices.Contains(allow, "GET") != slices.Contains(allow, "HEAD") {
 			t.Errorf("%s: Allow %v: GET without HEAD or HEAD without GET", p, allow)
@@ -55,5 +55,5 @@ func headOf(m string) string {
 
 // concrete fills a pattern's wildcards: {partition} with 0, others with x1.
 func concrete(pattern string) string {
-	return strings.NewReplacer("{partition}", "0", "{topic}", "x1", "{group}", "x1").Replace(pattern)
+	return strings.NewReplacer("{partition}", "0", "{topic}", "x1", "{group}", "x1", "{member}", "m1").Replace(pattern)
 }

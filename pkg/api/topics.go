@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
@@ -24,6 +25,8 @@ type topicJSON struct {
 	// Extensions (docs/api-extensions.md): cold-tier read settings.
 	CacheEnabled      bool `json:"cache_enabled"`
 	ReadAheadSegments int  `json:"read_ahead_segments"`
+	// "append" or "create" (API.md, Records: event time).
+	TimestampType string `json:"timestamp_type"`
 }
 
 func toTopicJSON(t broker.Topic) topicJSON {
@@ -38,7 +41,17 @@ func toTopicJSON(t broker.Topic) topicJSON {
 
 		CacheEnabled:      t.CacheEnabled,
 		ReadAheadSegments: t.ReadAheadSegments,
+		TimestampType:     timestampType(t),
 	}
+}
+
+// timestampType is the topic's timestamp type; items written before it
+// existed have none and are append-time.
+func timestampType(t broker.Topic) string {
+	if t.TimestampType == "" {
+		return broker.TimestampAppend
+	}
+	return t.TimestampType
 }
 
 // createTopicRequest is the body of POST /v1/topics. Absent or null fields
@@ -52,8 +65,9 @@ type createTopicRequest struct {
 	SegmentMs      *int64  `json:"segment_ms"`
 	CleanupPolicy  *string `json:"cleanup_policy"`
 
-	CacheEnabled      *bool  `json:"cache_enabled"`
-	ReadAheadSegments *int32 `json:"read_ahead_segments"`
+	CacheEnabled      *bool   `json:"cache_enabled"`
+	ReadAheadSegments *int32  `json:"read_ahead_segments"`
+	TimestampType     *string `json:"timestamp_type"`
 }
 
 // POST /v1/topics
@@ -78,6 +92,7 @@ func (s *server) createTopic(w http.ResponseWriter, r *http.Request) {
 		SegmentBytes:   req.SegmentBytes,
 		SegmentMs:      req.SegmentMs,
 		CleanupPolicy:  req.CleanupPolicy,
+		TimestampType:  req.TimestampType,
 	}
 	spec.CacheEnabled = req.CacheEnabled
 	if req.ReadAheadSegments != nil {
@@ -142,4 +157,65 @@ func (s *server) deleteTopic(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// patchTopicRequest is the body of PATCH /v1/topics/{topic}: the settings
+// that may change. The topic's other fields are known but fixed for its
+// life: naming one is 400.
+type patchTopicRequest struct {
+	Partitions        *int32 `json:"partitions"`
+	RetentionMs       *int64 `json:"retention_ms"`
+	RetentionBytes    *int64 `json:"retention_bytes"`
+	SegmentBytes      *int64 `json:"segment_bytes"`
+	SegmentMs         *int64 `json:"segment_ms"`
+	CacheEnabled      *bool  `json:"cache_enabled"`
+	ReadAheadSegments *int32 `json:"read_ahead_segments"`
+
+	Name          json.RawMessage `json:"name"`
+	CleanupPolicy json.RawMessage `json:"cleanup_policy"`
+	TimestampType json.RawMessage `json:"timestamp_type"`
+}
+
+// PATCH /v1/topics/{topic}
+func (s *server) patchTopic(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("topic")
+	if err := checkTopic(name); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var req patchTopicRequest
+	if err := readJSON(w, r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	for _, f := range []struct {
+		name string
+		raw  json.RawMessage
+	}{{"name", req.Name}, {"cleanup_policy", req.CleanupPolicy}, {"timestamp_type", req.TimestampType}} {
+		if f.raw != nil {
+			s.writeError(w, r, badRequest("%s cannot be changed; PATCH takes partitions, retention_ms, retention_bytes, segment_bytes, segment_ms, cache_enabled and read_ahead_segments", f.name))
+			return
+		}
+	}
+	patch := broker.TopicPatch{
+		RetentionMs:    req.RetentionMs,
+		RetentionBytes: req.RetentionBytes,
+		SegmentBytes:   req.SegmentBytes,
+		SegmentMs:      req.SegmentMs,
+		CacheEnabled:   req.CacheEnabled,
+	}
+	if req.Partitions != nil {
+		n := int(*req.Partitions)
+		patch.Partitions = &n
+	}
+	if req.ReadAheadSegments != nil {
+		n := int(*req.ReadAheadSegments)
+		patch.ReadAheadSegments = &n
+	}
+	t, err := s.b.UpdateTopic(r.Context(), name, patch)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, toTopicJSON(t))
 }

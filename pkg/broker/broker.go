@@ -93,6 +93,12 @@ type Config struct {
 	// simulation's virtual ones). Default real ones.
 	Sleep func(ctx context.Context, d time.Duration) error
 	Rand  func() uint64
+	// TopicRefresh is how long a topic's cached configuration is used
+	// before the next operation on it reads the item again (one read per
+	// topic and interval while it is used): the bound on how stale another
+	// process's view of a topic update (PATCH: partition growth, settings)
+	// is here. Default DefaultTopicRefresh.
+	TopicRefresh time.Duration
 	// Checkpoint: writers copy every committed state to the hot tier and
 	// readers take their view from there (partition.Config.Checkpoint).
 	// For a metadata store whose reads are network requests.
@@ -111,6 +117,9 @@ func (c *Config) applyDefaults() error {
 	}
 	if c.LeaseTTL <= 0 {
 		c.LeaseTTL = 10 * time.Second
+	}
+	if c.TopicRefresh <= 0 {
+		c.TopicRefresh = DefaultTopicRefresh
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -152,9 +161,20 @@ var errCrashed = errors.New("broker: stopped by test")
 
 func (b *Broker) crashed(step string) bool { return b.crashAfter != nil && b.crashAfter(step) }
 
+// DefaultTopicRefresh is Config.TopicRefresh's default.
+const DefaultTopicRefresh = 5 * time.Second
+
 type topic struct {
 	cfg meta.TopicConfig
 	dir string
+	// loaded is when cfg was last read from the store (unix ns);
+	// refreshing is set while one operation reads it again.
+	loaded     atomic.Int64
+	refreshing atomic.Bool
+	// next is set once cfg was updated (a PATCH) and a successor topic
+	// took over the open partitions: part opens new ones there, so one
+	// partition never has two logs in this process.
+	next *topic // guarded by pmu
 
 	mu     sync.RWMutex // read: operations; write: close
 	closed bool
@@ -225,6 +245,7 @@ func topicFromSpec(s TopicSpec) (Topic, error) {
 		return Topic{}, err
 	}
 	t := Topic{
+		TimestampType:     or(s.TimestampType, TimestampAppend),
 		Name:              s.Name,
 		Partitions:        or(s.Partitions, DefaultPartitions),
 		RetentionMs:       or(s.RetentionMs, DefaultRetentionMs),
@@ -235,23 +256,31 @@ func topicFromSpec(s TopicSpec) (Topic, error) {
 		CacheEnabled:      or(s.CacheEnabled, DefaultCacheEnabled),
 		ReadAheadSegments: or(s.ReadAheadSegments, DefaultReadAhead),
 	}
+	if t.TimestampType != TimestampAppend && t.TimestampType != TimestampCreate {
+		return t, fmt.Errorf("%w: timestamp_type %q must be %q or %q", ErrInvalid, t.TimestampType, TimestampAppend, TimestampCreate)
+	}
+	return t, validTopic(t)
+}
+
+// validTopic checks a topic's settings (create and update).
+func validTopic(t Topic) error {
 	switch {
 	case t.Partitions < 1 || t.Partitions > MaxPartitions:
-		return t, fmt.Errorf("%w: partitions %d must be 1..%d", ErrInvalid, t.Partitions, MaxPartitions)
+		return fmt.Errorf("%w: partitions %d must be 1..%d", ErrInvalid, t.Partitions, MaxPartitions)
 	case t.RetentionMs < -1 || t.RetentionMs == 0:
-		return t, fmt.Errorf("%w: retention_ms %d must be positive or -1 (forever)", ErrInvalid, t.RetentionMs)
+		return fmt.Errorf("%w: retention_ms %d must be positive or -1 (forever)", ErrInvalid, t.RetentionMs)
 	case t.RetentionBytes < -1 || t.RetentionBytes == 0:
-		return t, fmt.Errorf("%w: retention_bytes %d must be positive or -1 (unlimited)", ErrInvalid, t.RetentionBytes)
+		return fmt.Errorf("%w: retention_bytes %d must be positive or -1 (unlimited)", ErrInvalid, t.RetentionBytes)
 	case t.SegmentBytes < MinSegmentBytes || t.SegmentBytes > MaxSegmentBytes:
-		return t, fmt.Errorf("%w: segment_bytes %d must be %d..%d", ErrInvalid, t.SegmentBytes, MinSegmentBytes, MaxSegmentBytes)
+		return fmt.Errorf("%w: segment_bytes %d must be %d..%d", ErrInvalid, t.SegmentBytes, MinSegmentBytes, MaxSegmentBytes)
 	case t.SegmentMs < 1:
-		return t, fmt.Errorf("%w: segment_ms %d must be positive", ErrInvalid, t.SegmentMs)
+		return fmt.Errorf("%w: segment_ms %d must be positive", ErrInvalid, t.SegmentMs)
 	case t.ReadAheadSegments < 0 || t.ReadAheadSegments > MaxReadAhead:
-		return t, fmt.Errorf("%w: read_ahead_segments %d must be 0..%d", ErrInvalid, t.ReadAheadSegments, MaxReadAhead)
+		return fmt.Errorf("%w: read_ahead_segments %d must be 0..%d", ErrInvalid, t.ReadAheadSegments, MaxReadAhead)
 	case t.CleanupPolicy != "delete":
-		return t, fmt.Errorf("%w: cleanup_policy %q: only \"delete\" is supported", ErrInvalid, t.CleanupPolicy)
+		return fmt.Errorf("%w: cleanup_policy %q: only \"delete\" is supported", ErrInvalid, t.CleanupPolicy)
 	}
-	return t, nil
+	return nil
 }
 
 // or is *p, or def when p is nil (a field the request left out).
@@ -321,7 +350,7 @@ func (b *Broker) acquire(ctx context.Context, name string) (*topic, error) {
 			if err != nil {
 				return nil, metaErr(fmt.Sprintf("read topic %q", name), err)
 			}
-			t = &topic{cfg: cfg, dir: b.topicDir(cfg), parts: make([]*partition.Log, cfg.Partitions), broker: b}
+			t = b.newTopic(cfg)
 			b.mu.Lock()
 			if b.closed {
 				b.mu.Unlock()
@@ -345,12 +374,70 @@ func (b *Broker) acquire(ctx context.Context, name string) (*topic, error) {
 			go t.close(context.WithoutCancel(ctx))
 			continue
 		}
+		if b.refresh(ctx, t) {
+			continue // updated, deleted or re-created: take the new view
+		}
 		t.mu.RLock()
 		if !t.closed {
 			return t, nil
 		}
 		t.mu.RUnlock() // deleted under us: look again
 	}
+}
+
+func (b *Broker) newTopic(cfg meta.TopicConfig) *topic {
+	t := &topic{cfg: cfg, dir: b.topicDir(cfg), parts: make([]*partition.Log, cfg.Partitions), broker: b}
+	t.loaded.Store(b.cfg.Now().UnixNano())
+	return t
+}
+
+// refresh reads t's item again once TopicRefresh has passed since it was
+// read (one caller at a time; the others go on with the cached view). It
+// reports whether the cache changed: t is stale (deleted or re-created) or
+// was replaced by a successor with the updated configuration.
+func (b *Broker) refresh(ctx context.Context, t *topic) bool {
+	now := b.cfg.Now().UnixNano()
+	if now-t.loaded.Load() < int64(b.cfg.TopicRefresh) || !t.refreshing.CompareAndSwap(false, true) {
+		return false
+	}
+	defer t.refreshing.Store(false)
+	cfg, err := b.cfg.Meta.Topic(ctx, t.cfg.Name)
+	switch {
+	case errors.Is(err, meta.ErrNotFound) || (err == nil && cfg.ID != t.cfg.ID):
+		t.stale.Store(true)
+		return true
+	case err != nil:
+		return false // keep the cached view; the next operation tries again
+	}
+	t.loaded.Store(now)
+	if cfg == t.cfg {
+		return false
+	}
+	return b.replaceTopic(t, cfg)
+}
+
+// replaceTopic makes a successor of old with configuration cfg (the same
+// incarnation, updated) the cached topic. The successor takes over old's
+// open partition logs, and old opens no more of its own: operations still
+// running on old finish on the same logs. A count that shrank (impossible
+// through UpdateTopic) makes old stale instead.
+func (b *Broker) replaceTopic(old *topic, cfg meta.TopicConfig) bool {
+	if cfg.Partitions < old.cfg.Partitions {
+		old.stale.Store(true)
+		return true
+	}
+	nt := b.newTopic(cfg)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed || b.topics[cfg.Name] != old {
+		return true // someone else replaced or removed it: look again
+	}
+	old.pmu.Lock()
+	copy(nt.parts, old.parts)
+	old.next = nt
+	old.pmu.Unlock()
+	b.topics[cfg.Name] = nt
+	return true
 }
 
 func (t *topic) release() { t.mu.RUnlock() }
@@ -361,6 +448,10 @@ func (t *topic) part(ctx context.Context, p int) (*partition.Log, error) {
 		return nil, fmt.Errorf("%w: partition %d of topic %q (partitions: %d)", ErrPartitionNotFound, p, t.cfg.Name, t.cfg.Partitions)
 	}
 	t.pmu.Lock()
+	if nt := t.next; nt != nil {
+		t.pmu.Unlock()
+		return nt.partOfSuccessor(ctx, p)
+	}
 	defer t.pmu.Unlock()
 	if l := t.parts[p]; l != nil {
 		return l, nil
@@ -394,12 +485,106 @@ func (t *topic) part(ctx context.Context, p int) (*partition.Log, error) {
 		Sleep:              c.Sleep,
 		Rand:               c.Rand,
 		Checkpoint:         c.Checkpoint,
+		CreateTime:         t.cfg.TimestampType == TimestampCreate,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	t.parts[p] = l
 	return l, nil
+}
+
+// partOfSuccessor is part for an operation that began on a predecessor
+// (replaceTopic): it refuses once the successor is closed, so no log opens
+// after a delete or Close.
+func (t *topic) partOfSuccessor(ctx context.Context, p int) (*partition.Log, error) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if t.closed {
+		return nil, errStaleTopic
+	}
+	return t.part(ctx, p)
+}
+
+// TopicPatch is an update of a topic's settings (PATCH): nil fields stay.
+// Partitions may only grow.
+type TopicPatch struct {
+	Partitions        *int
+	RetentionMs       *int64
+	RetentionBytes    *int64
+	SegmentBytes      *int64
+	SegmentMs         *int64
+	CacheEnabled      *bool
+	ReadAheadSegments *int
+}
+
+// UpdateTopic applies patch to a topic and returns it as stored. This
+// process's cache takes the update at once; other processes within
+// TopicRefresh. A partition count that grows changes the partition of
+// keyed records (KeyPartition hashes over the count), as in Kafka.
+// segment_bytes and segment_ms apply to a partition from the next time a
+// process opens it (partitions not yet open here at once, open ones after
+// a restart or in a new Lambda container).
+func (b *Broker) UpdateTopic(ctx context.Context, name string, patch TopicPatch) (Topic, error) {
+	if err := ValidTopicName(name); err != nil {
+		return Topic{}, err
+	}
+	if b.cfg.ReadOnly {
+		return Topic{}, errReadOnly
+	}
+	for range groupRetries {
+		cur, err := b.Topic(ctx, name)
+		if err != nil {
+			return Topic{}, err
+		}
+		next := cur
+		set := func(dst *int64, v *int64) {
+			if v != nil {
+				*dst = *v
+			}
+		}
+		set(&next.RetentionMs, patch.RetentionMs)
+		set(&next.RetentionBytes, patch.RetentionBytes)
+		set(&next.SegmentBytes, patch.SegmentBytes)
+		set(&next.SegmentMs, patch.SegmentMs)
+		if patch.CacheEnabled != nil {
+			next.CacheEnabled = *patch.CacheEnabled
+		}
+		if patch.ReadAheadSegments != nil {
+			next.ReadAheadSegments = *patch.ReadAheadSegments
+		}
+		if patch.Partitions != nil {
+			if *patch.Partitions < cur.Partitions {
+				return Topic{}, fmt.Errorf("%w: partitions %d: topic %q has %d, and partitions may only grow", ErrInvalid, *patch.Partitions, name, cur.Partitions)
+			}
+			next.Partitions = *patch.Partitions
+		}
+		if err := validTopic(next); err != nil {
+			return Topic{}, err
+		}
+		if next == cur {
+			return cur, nil
+		}
+		err = b.cfg.Meta.UpdateTopic(ctx, cur, next)
+		if errors.Is(err, meta.ErrConflict) {
+			continue // another update of the partition count: apply to it
+		}
+		if errors.Is(err, meta.ErrNotFound) {
+			return Topic{}, fmt.Errorf("%w: %q", ErrTopicNotFound, name)
+		}
+		if err != nil {
+			return Topic{}, metaErr(fmt.Sprintf("update topic %q", name), err)
+		}
+		b.mu.RLock()
+		t := b.topics[name]
+		b.mu.RUnlock()
+		if t != nil && t.cfg.ID == next.ID {
+			t.loaded.Store(b.cfg.Now().UnixNano())
+			b.replaceTopic(t, next)
+		}
+		return next, nil
+	}
+	return Topic{}, fmt.Errorf("%w: topic %q: too many concurrent updates", ErrUnavailable, name)
 }
 
 // DeleteTopic deletes a topic: it waits for this process's in-flight

@@ -23,8 +23,9 @@ import (
 // the wrong function (a fetch container must never produce).
 var (
 	// WriteMethods are the produce function's: record appends, topic
-	// create and delete, group commits.
-	WriteMethods = []string{http.MethodPost, http.MethodPut, http.MethodDelete}
+	// create, update and delete, group commits, membership (join,
+	// heartbeat, leave), group delete and offsets reset.
+	WriteMethods = []string{http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch}
 	// ReadMethods are the fetch function's: fetch, offsets, topic and
 	// group reads, health.
 	ReadMethods = []string{http.MethodGet, http.MethodHead}

@@ -18,12 +18,16 @@ func TestRouteMethods(t *testing.T) {
 	}{
 		{"/v1/health", []string{"GET", "HEAD"}},
 		{"/v1/topics", []string{"GET", "HEAD", "POST"}},
-		{"/v1/topics/orders", []string{"GET", "HEAD", "DELETE"}},
-		{"/v1/topics/..", []string{"GET", "HEAD", "DELETE"}}, // a name the API refuses (400), not a route miss
+		{"/v1/topics/orders", []string{"GET", "HEAD", "DELETE", "PATCH"}},
+		{"/v1/topics/..", []string{"GET", "HEAD", "DELETE", "PATCH"}}, // a name the API refuses (400), not a route miss
 		{"/v1/topics/orders/records", []string{"POST"}},
 		{"/v1/topics/orders/partitions/3/records", []string{"GET", "HEAD", "POST"}},
 		{"/v1/topics/orders/partitions/3/offsets", []string{"GET", "HEAD"}},
 		{"/v1/groups/g/offsets", []string{"GET", "HEAD", "PUT"}},
+		{"/v1/groups", []string{"GET", "HEAD"}},
+		{"/v1/groups/g", []string{"GET", "HEAD", "DELETE"}},
+		{"/v1/groups/g/members/m-1/heartbeat", []string{"POST"}},
+		{"/v1/groups/g/members/m-1", []string{"DELETE"}},
 		{"/v1/topics//records", nil},
 		{"/v1/topics/orders/", nil},
 		{"/metrics", nil},
@@ -60,9 +64,11 @@ func TestRouteFilter(t *testing.T) {
 		{produce, "POST", "/v1/topics", 200, "", "", true, false},
 		{produce, "PUT", "/v1/groups/g/offsets", 200, "", "", true, false},
 		{produce, "DELETE", "/v1/topics/t", 200, "", "", true, false},
-		{produce, "GET", "/v1/topics/t", 405, "method_not_allowed", "GET, HEAD, DELETE", false, false},
+		{produce, "GET", "/v1/topics/t", 405, "method_not_allowed", "GET, HEAD, DELETE, PATCH", false, false},
+		{produce, "PATCH", "/v1/topics/t", 200, "", "", true, false},
+		{produce, "POST", "/v1/groups/g/members/m-1/heartbeat", 200, "", "", true, false},
 		{produce, "GET", "/v1/health", 405, "method_not_allowed", "GET, HEAD", false, false},
-		{produce, "PATCH", "/v1/topics", 405, "method_not_allowed", "GET, HEAD, POST", false, false},
+		{produce, "OPTIONS", "/v1/topics", 405, "method_not_allowed", "GET, HEAD, POST", false, false},
 		{produce, "POST", "/nope", 404, "not_found", "", false, false},
 		{fetch, "GET", "/v1/topics/t/partitions/0/records", 200, "", "", true, false},
 		{fetch, "HEAD", "/v1/topics/t/partitions/0/offsets", 200, "", "", true, true},
@@ -72,7 +78,8 @@ func TestRouteFilter(t *testing.T) {
 		{fetch, "HEAD", "/metrics", 404, "not_found", "", false, true},
 		// What API Gateway's $default route sends fetch: anything no
 		// route names, in API.md's shape.
-		{fetch, "PATCH", "/v1/topics/t", 405, "method_not_allowed", "GET, HEAD, DELETE", false, false},
+		{fetch, "PATCH", "/v1/topics/t", 405, "method_not_allowed", "GET, HEAD, DELETE, PATCH", false, false},
+		{fetch, "GET", "/v1/groups", 200, "", "", true, false},
 		{fetch, "OPTIONS", "/v1/health", 405, "method_not_allowed", "GET, HEAD", false, false},
 		{fetch, "DELETE", "/v2/anything", 404, "not_found", "", false, false},
 		{fetch, "GET", "/", 404, "not_found", "", false, false},
