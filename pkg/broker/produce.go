@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/cespare/xxhash/v2"
 
@@ -124,6 +125,9 @@ func (b *Broker) ProduceWith(ctx context.Context, topicName string, recs []Produ
 		return ProduceReply{}, err
 	}
 	defer t.release()
+	if err := checkRecords(t.cfg, recs); err != nil {
+		return ProduceReply{}, err
+	}
 
 	n := t.cfg.Partitions
 	groups := map[int][]int{} // partition -> record indexes, in order
@@ -160,7 +164,7 @@ func (b *Broker) ProduceWith(ctx context.Context, topicName string, recs []Produ
 		idx := groups[p]
 		bt := partition.Batch{Records: make([]partition.Record, len(idx)), Key: o.IdempotencyKey, Hash: hash, Expected: -1}
 		for j, i := range idx {
-			bt.Records[j] = partition.Record{Key: recs[i].Key, Value: recs[i].Value}
+			bt.Records[j] = partitionRecord(&recs[i])
 		}
 		batches[p] = bt
 	}
@@ -187,7 +191,7 @@ func (b *Broker) ProduceWith(ctx context.Context, topicName string, recs []Produ
 				if err != nil {
 					out[i] = ProduceResult{Partition: p, Offset: -1, Err: err}
 				} else {
-					out[i] = ProduceResult{Partition: p, Offset: app.BaseOffset + int64(j), Timestamp: app.Timestamp}
+					out[i] = ProduceResult{Partition: p, Offset: app.BaseOffset + int64(j), Timestamp: recordTS(&recs[i], app)}
 				}
 			}
 		}()
@@ -237,8 +241,11 @@ func (b *Broker) ProducePartitionWith(ctx context.Context, topicName string, p i
 		return ProduceReply{}, err
 	}
 	defer t.release()
-	for i, r := range recs {
-		bt.Records[i] = partition.Record{Key: r.Key, Value: r.Value}
+	if err := checkRecords(t.cfg, recs); err != nil {
+		return ProduceReply{}, err
+	}
+	for i := range recs {
+		bt.Records[i] = partitionRecord(&recs[i])
 	}
 	app, err := b.appendTo(ctx, t, p, bt)
 	if err != nil {
@@ -246,9 +253,68 @@ func (b *Broker) ProducePartitionWith(ctx context.Context, topicName string, p i
 	}
 	out := make([]ProduceResult, len(recs))
 	for i := range recs {
-		out[i] = ProduceResult{Partition: p, Offset: app.BaseOffset + int64(i), Timestamp: app.Timestamp}
+		out[i] = ProduceResult{Partition: p, Offset: app.BaseOffset + int64(i), Timestamp: recordTS(&recs[i], app)}
 	}
 	return ProduceReply{Results: out, Replayed: app.Replayed}, nil
+}
+
+// Header limits (API.md: records, headers).
+const (
+	MaxHeaders      = 64  // headers of one record
+	MaxHeaderKeyLen = 256 // bytes of a header key (at least 1)
+)
+
+// checkRecords checks what the topic decides about records: producer
+// timestamps only on a create-time topic, and never below 0; at most
+// MaxHeaders headers a record, keys of 1 to MaxHeaderKeyLen bytes of valid
+// UTF-8; key, value and headers within MaxRecordBytes.
+func checkRecords(cfg Topic, recs []ProduceRecord) error {
+	createTime := cfg.TimestampType == TimestampCreate
+	for i := range recs {
+		r := &recs[i]
+		if r.HasTimestamp {
+			if !createTime {
+				return fmt.Errorf("%w: record %d has a timestamp, but topic %q has timestamp_type %q: only a %q topic takes producer timestamps",
+					ErrInvalid, i, cfg.Name, TimestampAppend, TimestampCreate)
+			}
+			if r.Timestamp < 0 {
+				return fmt.Errorf("%w: record %d: timestamp %d is negative", ErrInvalid, i, r.Timestamp)
+			}
+		}
+		if len(r.Headers) > MaxHeaders {
+			return fmt.Errorf("%w: record %d has %d headers, at most %d", ErrInvalid, i, len(r.Headers), MaxHeaders)
+		}
+		size := len(r.Key) + len(r.Value)
+		for j, h := range r.Headers {
+			switch {
+			case len(h.Key) == 0:
+				return fmt.Errorf("%w: record %d: header %d has an empty key", ErrInvalid, i, j)
+			case len(h.Key) > MaxHeaderKeyLen:
+				return fmt.Errorf("%w: record %d: header %d key is %d bytes, at most %d", ErrInvalid, i, j, len(h.Key), MaxHeaderKeyLen)
+			case !utf8.ValidString(h.Key):
+				return fmt.Errorf("%w: record %d: header %d key %q is not valid UTF-8", ErrInvalid, i, j, h.Key)
+			}
+			size += len(h.Key) + len(h.Value)
+		}
+		if size > MaxRecordBytes {
+			return fmt.Errorf("%w: record %d has %d bytes of key, value and headers, at most %d", ErrTooLarge, i, size, MaxRecordBytes)
+		}
+	}
+	return nil
+}
+
+// partitionRecord is r as the partition appends it.
+func partitionRecord(r *ProduceRecord) partition.Record {
+	return partition.Record{Key: r.Key, Value: r.Value, Headers: r.Headers, Timestamp: r.Timestamp, HasTimestamp: r.HasTimestamp}
+}
+
+// recordTS is the timestamp record r got in batch app: its own on a
+// create-time topic (checkRecords refuses one elsewhere), else the batch's.
+func recordTS(r *ProduceRecord, app partition.Appended) int64 {
+	if r.HasTimestamp {
+		return r.Timestamp
+	}
+	return app.Timestamp
 }
 
 // The routes a request hash distinguishes: the same key on the two produce
@@ -260,7 +326,9 @@ const (
 
 // requestHash identifies a produce request's contents for its key: the
 // route, the partition of the single-partition route, and every record's
-// partition field, key and value, absent ones told from empty ones.
+// partition field, key and value, absent ones told from empty ones, and,
+// when any record has them, every record's timestamp and headers (after
+// the rest, so a request without either hashes as it always did).
 func requestHash(route byte, p int, recs []ProduceRecord) [16]byte {
 	h1, h2 := xxhash.New(), xxhash.NewWithSeed(0x9e3779b97f4a7c15)
 	var buf [8]byte
@@ -283,6 +351,25 @@ func requestHash(route byte, p int, recs []ProduceRecord) [16]byte {
 		}
 		bytes(r.Key)
 		bytes(r.Value)
+	}
+	extended := false
+	for i := range recs {
+		extended = extended || recs[i].HasTimestamp || len(recs[i].Headers) > 0
+	}
+	if extended {
+		for _, r := range recs {
+			ts := int64(-1)
+			if r.HasTimestamp {
+				ts = r.Timestamp
+			}
+			num(ts)
+			num(int64(len(r.Headers)))
+			for _, h := range r.Headers {
+				num(int64(len(h.Key)))
+				put([]byte(h.Key))
+				bytes(h.Value)
+			}
+		}
 	}
 	var out [16]byte
 	binary.LittleEndian.PutUint64(out[:8], h1.Sum64())

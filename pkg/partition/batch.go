@@ -74,6 +74,15 @@ func (l *Log) AppendBatch(ctx context.Context, b Batch) (Appended, error) {
 	if len(b.Key) > maxBatchKey-2 {
 		return Appended{}, fmt.Errorf("partition: batch key of %d bytes, at most %d", len(b.Key), maxBatchKey-2)
 	}
+	for i := range b.Records {
+		r := &b.Records[i]
+		switch {
+		case r.HasTimestamp && !l.cfg.CreateTime:
+			return Appended{}, fmt.Errorf("partition: record %d carries a timestamp, and %v takes append time", i, l.cfg.Key)
+		case r.HasTimestamp && r.Timestamp < 0:
+			return Appended{}, fmt.Errorf("partition: record %d has timestamp %d, below 0", i, r.Timestamp)
+		}
+	}
 	p := &pending{recs: b.Records, key: b.Key, hash: b.Hash, expected: b.Expected, origin: l.cfg.Rand(), done: make(chan result, 1)}
 	if b.Key != "" {
 		p.key = "k:" + b.Key

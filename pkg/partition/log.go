@@ -1,5 +1,6 @@
 // Package partition is one partition's log: it assigns dense offsets and
-// non-decreasing timestamps, writes batches into segment files under the
+// timestamps (non-decreasing on an append-time topic, the producers' on a
+// create-time one), writes batches into segment files under the
 // offset lease of the metadata store, rolls segments, recovers after a crash,
 // and serves reads below the committed length.
 //
@@ -81,6 +82,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"os"
 	"sync"
@@ -169,6 +171,12 @@ type Config struct {
 	// and readers take their view from there (checkpoint.go): with a
 	// metadata store where a read is a network request (DynamoDB).
 	Checkpoint bool
+	// CreateTime is set for a create-time topic: a record's timestamp is
+	// its producer's (Record.Timestamp), or the writer's clock where it
+	// has none, and timestamps may go back. Otherwise every record of a
+	// batch gets the writer's clock, never below an earlier batch's (I6),
+	// and a record carrying a timestamp is refused.
+	CreateTime bool
 }
 
 // DefaultBusyWait is how long an append waits for a busy partition.
@@ -218,14 +226,20 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// Record is a record to append: key and value only; offset and timestamp are
-// assigned here. Nil Key: no key. Nil Value: tombstone.
+// Record is a record to append; its offset is assigned here. Nil Key: no
+// key. Nil Value: tombstone. Headers are stored in order. Timestamp (ms,
+// >= 0) is the producer's, used when HasTimestamp is set, on a create-time
+// partition only (Config.CreateTime).
 type Record struct {
-	Key, Value []byte
+	Key, Value   []byte
+	Headers      []segment.Header
+	Timestamp    int64
+	HasTimestamp bool
 }
 
-// Appended is where a batch landed: its first offset and the timestamp every
-// record of the batch got.
+// Appended is where a batch landed: its first offset and the writer's
+// timestamp, which every record of the batch got, but on a create-time
+// partition those with a timestamp of their own (they keep theirs).
 type Appended struct {
 	BaseOffset int64
 	Timestamp  int64
@@ -456,7 +470,10 @@ func (l *Log) write(ctx context.Context, batch []*pending) ([]Appended, error) {
 	}
 	st := l.lease // copy; committed only if the commit succeeds
 	st.Sealed = append([]meta.SegmentInfo(nil), st.Sealed...)
-	ts := max(now.UnixMilli(), st.LastTS)
+	ts := max(now.UnixMilli(), st.LastTS) // I6
+	if l.cfg.CreateTime {
+		ts = now.UnixMilli() // the clock, for records without a timestamp
+	}
 
 	// Decide which batches are written: ours, then staged ones.
 	next := st.NextOffset
@@ -520,10 +537,16 @@ func (l *Log) write(ctx context.Context, batch []*pending) ([]Appended, error) {
 	var ents []batchEntry
 	var entBytes []byte
 	next = st.NextOffset
+	minTS, maxTS := int64(math.MaxInt64), int64(-1)
 	add := func(rs []Record, key string, hash [16]byte, origin uint64) int64 {
 		base := next
 		for _, r := range rs {
-			recs = append(recs, segment.Record{Offset: next, Timestamp: ts, Key: r.Key, Value: r.Value})
+			t := ts
+			if r.HasTimestamp && l.cfg.CreateTime {
+				t = r.Timestamp
+			}
+			minTS, maxTS = min(minTS, t), max(maxTS, t)
+			recs = append(recs, segment.Record{Offset: next, Timestamp: t, Key: r.Key, Value: r.Value, Headers: r.Headers})
 			next++
 		}
 		if key != "" {
@@ -565,12 +588,12 @@ func (l *Log) write(ctx context.Context, batch []*pending) ([]Appended, error) {
 	ws := l.w.State()
 	act := *st.Active
 	act.Size, act.NextOffset, act.LastTS = ws.Size, ws.NextOffset, ws.LastTS
-	if act.FirstTS < 0 {
-		act.FirstTS = ts
+	if act.FirstTS < 0 || minTS < act.FirstTS {
+		act.FirstTS = minTS // the smallest timestamp (the first, on an append-time topic)
 	}
 	st.Active = &act
 	st.NextOffset = next
-	st.LastTS = ts
+	st.LastTS = max(st.LastTS, maxTS) // the largest so far
 	release := !l.cfg.HoldLease || l.othersWaiting()
 	if !l.cfg.HoldLease && len(others) > 0 && l.chained < maxChain && l.cfg.Now().Sub(l.acquiredAt) < l.cfg.LeaseTTL/10 && l.moreStaged(others, remove) {
 		// Lambda mode, a round that took staged batches (others are
@@ -698,8 +721,12 @@ func (l *Log) ensureWriter(ctx context.Context) error {
 		w, err := l.continueActive(&st)
 		if err != nil {
 			level := slog.LevelWarn
-			if errors.Is(err, ErrCorrupt) {
+			switch {
+			case errors.Is(err, ErrCorrupt):
 				level = slog.LevelError
+			case errors.Is(err, segment.ErrOldVersion):
+				// Written by an older version: sealed once, on upgrade.
+				level = slog.LevelInfo
 			}
 			l.cfg.Logger.Log(ctx, level, "active segment cannot be continued; sealing it at its committed length",
 				"topic", l.cfg.Key.Topic, "partition", l.cfg.Key.Partition, "epoch", st.Epoch,
@@ -728,7 +755,7 @@ func (l *Log) seal(st *meta.Partition) {
 func (l *Log) continueActive(st *meta.Partition) (*segment.Writer, error) {
 	act := *st.Active
 	id := segment.ID{Base: act.Base, Epoch: act.Epoch}
-	opts := segment.Options{IndexIntervalBytes: l.cfg.IndexIntervalBytes, FS: l.cfg.FS}
+	opts := l.segmentOptions()
 	rs, err := segment.Recover(l.cfg.Dir, id, act.Size, opts)
 	if err != nil {
 		if errors.Is(err, segment.ErrCorrupt) || errors.Is(err, segment.ErrTruncated) {
@@ -756,6 +783,11 @@ func (l *Log) continueActive(st *meta.Partition) (*segment.Writer, error) {
 	}
 	l.bw = bw
 	return w, nil
+}
+
+// segmentOptions are the options segments are created and recovered with.
+func (l *Log) segmentOptions() segment.Options {
+	return segment.Options{IndexIntervalBytes: l.cfg.IndexIntervalBytes, FS: l.cfg.FS, CreateTime: l.cfg.CreateTime}
 }
 
 // roll seals the active segment in st (if it has records) and creates a new
@@ -799,7 +831,7 @@ func (l *Log) roll(st *meta.Partition, now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("%w: roll: %w", ErrUnavailable, err)
 	}
-	w, err := segment.Create(l.cfg.Dir, id, segment.Options{IndexIntervalBytes: l.cfg.IndexIntervalBytes, FS: l.cfg.FS})
+	w, err := segment.Create(l.cfg.Dir, id, l.segmentOptions())
 	if errors.Is(err, os.ErrExist) {
 		// Every Acquire bumps the epoch and every roll of one epoch has a
 		// new base, so the name can exist only if the metadata lost state

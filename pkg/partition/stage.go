@@ -34,7 +34,7 @@ import (
 // Name: <created ms, 16 hex>-<origin, 16 hex>.stg, so a listing sorts by age.
 // Contents:
 //
-//	0  magic "TLS1"
+//	0  magic "TLS1" or "TLS2"
 //	4  u32 length of what follows the CRC
 //	8  u32 CRC-32C of what follows
 //	12 i64 created (ms)
@@ -44,13 +44,23 @@ import (
 //	52 u16 key length, key
 //	   u32 record count, then per record:
 //	   i32 key length (-1: no key), key, i32 value length (-1: tombstone), value
+//	   and in "TLS2" only:
+//	   i64 producer timestamp (-1: none), u16 header count, per header:
+//	   u16 key length, key, i32 value length (-1: null), value
+//
+// A batch whose records carry no headers and no timestamps is staged as
+// "TLS1", which every version reads; "TLS2" is refused (as torn) by code
+// older than it, whose waiter then answers unavailable: a retry is safe.
 const (
 	stageDir   = "wbuf"
 	stageExt   = ".stg"
 	stageFixed = 58
 )
 
-var stageMagic = [4]byte{'T', 'L', 'S', '1'}
+var (
+	stageMagic   = [4]byte{'T', 'L', 'S', '1'}
+	stageMagicV2 = [4]byte{'T', 'L', 'S', '2'}
+)
 
 // staged is one staged batch.
 type staged struct {
@@ -85,12 +95,26 @@ func parseStageName(name string) (created int64, ok bool) {
 }
 
 func encodeStaged(s *staged) []byte {
+	v2 := false
 	n := stageFixed - 12 + len(s.key)
 	for _, r := range s.recs {
 		n += 8 + len(r.Key) + len(r.Value)
+		if r.HasTimestamp || len(r.Headers) > 0 {
+			v2 = true
+		}
+	}
+	magic := stageMagic
+	if v2 {
+		magic = stageMagicV2
+		for _, r := range s.recs {
+			n += 10
+			for _, h := range r.Headers {
+				n += 6 + len(h.Key) + len(h.Value)
+			}
+		}
 	}
 	b := make([]byte, 0, 12+n)
-	b = append(b, stageMagic[:]...)
+	b = append(b, magic[:]...)
 	b = binary.LittleEndian.AppendUint32(b, uint32(n))
 	b = append(b, 0, 0, 0, 0)
 	b = binary.LittleEndian.AppendUint64(b, uint64(s.created))
@@ -103,6 +127,20 @@ func encodeStaged(s *staged) []byte {
 	for _, r := range s.recs {
 		b = appendBytes(b, r.Key)
 		b = appendBytes(b, r.Value)
+		if !v2 {
+			continue
+		}
+		ts := int64(-1)
+		if r.HasTimestamp {
+			ts = r.Timestamp
+		}
+		b = binary.LittleEndian.AppendUint64(b, uint64(ts))
+		b = binary.LittleEndian.AppendUint16(b, uint16(len(r.Headers)))
+		for _, h := range r.Headers {
+			b = binary.LittleEndian.AppendUint16(b, uint16(len(h.Key)))
+			b = append(b, h.Key...)
+			b = appendBytes(b, h.Value)
+		}
 	}
 	binary.LittleEndian.PutUint32(b[8:], crc32.Checksum(b[12:], castagnoli))
 	return b
@@ -119,7 +157,11 @@ func appendBytes(b, v []byte) []byte {
 var errStaged = errors.New("partition: staged batch torn or damaged")
 
 func decodeStaged(b []byte) (*staged, error) {
-	if len(b) < stageFixed || [4]byte(b[:4]) != stageMagic {
+	if len(b) < stageFixed {
+		return nil, errStaged
+	}
+	v2 := [4]byte(b[:4]) == stageMagicV2
+	if !v2 && [4]byte(b[:4]) != stageMagic {
 		return nil, errStaged
 	}
 	n := int(binary.LittleEndian.Uint32(b[4:]))
@@ -148,19 +190,61 @@ func decodeStaged(b []byte) (*staged, error) {
 	}
 	s.recs = make([]Record, nrec)
 	for i := range s.recs {
+		r := &s.recs[i]
 		var ok bool
-		if s.recs[i].Key, p, ok = cutBytes(p); !ok {
+		if r.Key, p, ok = cutBytes(p); !ok {
 			return nil, errStaged
 		}
-		if s.recs[i].Value, p, ok = cutBytes(p); !ok {
+		if r.Value, p, ok = cutBytes(p); !ok {
 			return nil, errStaged
 		}
-		s.size += recordSize(s.recs[i])
+		if v2 {
+			if p, ok = cutRecordV2(p, r); !ok {
+				return nil, errStaged
+			}
+		}
+		s.size += recordSize(*r)
 	}
 	if len(p) != 0 {
 		return nil, errStaged
 	}
 	return s, nil
+}
+
+// cutRecordV2 decodes the "TLS2" part of a staged record into r.
+func cutRecordV2(p []byte, r *Record) ([]byte, bool) {
+	if len(p) < 10 {
+		return nil, false
+	}
+	ts := int64(binary.LittleEndian.Uint64(p))
+	if ts < -1 {
+		return nil, false
+	}
+	r.Timestamp, r.HasTimestamp = max(ts, 0), ts >= 0
+	nh := int(binary.LittleEndian.Uint16(p[8:]))
+	p = p[10:]
+	if nh > len(p)/6 {
+		return nil, false
+	}
+	if nh > 0 {
+		r.Headers = make([]segment.Header, nh)
+	}
+	for j := range r.Headers {
+		if len(p) < 2 {
+			return nil, false
+		}
+		kl := int(binary.LittleEndian.Uint16(p))
+		p = p[2:]
+		if kl > len(p) {
+			return nil, false
+		}
+		r.Headers[j].Key, p = string(p[:kl]), p[kl:]
+		var ok bool
+		if r.Headers[j].Value, p, ok = cutBytes(p); !ok {
+			return nil, false
+		}
+	}
+	return p, true
 }
 
 func cutBytes(p []byte) (v, rest []byte, ok bool) {
@@ -270,6 +354,14 @@ func readFrom(f segment.File, off, limit int64) ([]byte, error) {
 	}
 }
 
+// recordSize is the bytes r takes in a segment.
 func recordSize(r Record) int {
-	return segment.RecordHeaderSize + len(r.Key) + len(r.Value)
+	n := segment.RecordHeaderSize + len(r.Key) + len(r.Value)
+	if len(r.Headers) > 0 {
+		n += 2
+		for _, h := range r.Headers {
+			n += 6 + len(h.Key) + len(h.Value)
+		}
+	}
+	return n
 }
