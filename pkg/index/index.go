@@ -19,9 +19,13 @@
 //	+------------+------------+     +-------------+------------+
 //
 // Entries are strictly increasing in offset and position, and timestamps are
-// non-decreasing (a partition's timestamps never go backwards, invariant I6).
-// A time index entry (t, o) says record o has timestamp t, so the first
-// record with timestamp >= T lies after the last entry with timestamp < T.
+// non-decreasing. A time index entry (t, o) says t is the largest timestamp
+// of the records up to and including o (as in Kafka): on an append-time
+// segment, whose timestamps never go backwards (invariant I6), that is
+// record o's own; on a create-time one, whose timestamps may, it may be an
+// earlier record's. Either way every record up to o is no newer than t, so
+// the first record with timestamp >= T lies after the last entry with
+// timestamp < T.
 //
 // Index bytes are hints, not the truth: the writer does not fsync them per
 // batch, so after a crash a file may be short, end in a torn entry, or hold
@@ -58,7 +62,8 @@ type OffsetEntry struct {
 	Pos uint32
 }
 
-// TimeEntry says record base+Rel has timestamp Timestamp.
+// TimeEntry says Timestamp is the largest timestamp of the records up to and
+// including base+Rel.
 type TimeEntry struct {
 	Timestamp int64
 	Rel       uint32

@@ -19,32 +19,81 @@
 // header, followed by records back to back. Wire constants never change.
 //
 //	file header (32 bytes)
-//	+--------+---------+----------+-------------+----------+----------+
-//	| magic  | version | reserved | base offset |  epoch   | hdr crc  |
-//	|  4 B   |   2 B   |   6 B    |     8 B     |   8 B    |   4 B    |
-//	+--------+---------+----------+-------------+----------+----------+
-//	  "TLSG"     1        zero        int64        uint64    CRC-32C of bytes 0..27
+//	+--------+---------+---------+----------+-------------+----------+----------+
+//	| magic  | version |  flags  | reserved | base offset |  epoch   | hdr crc  |
+//	|  4 B   |   2 B   |   2 B   |   4 B    |     8 B     |   8 B    |   4 B    |
+//	+--------+---------+---------+----------+-------------+----------+----------+
+//	  "TLSG"    1 or 2                zero       int64        uint64    CRC-32C of bytes 0..27
+//	0        4         6         8          12            20         28
+//
+// | version | records                                                     |
+// |---------|-------------------------------------------------------------|
+// | 1       | no headers; append time. Bytes 6..11 are reserved, zero.    |
+// | 2       | may carry headers; flags bit 0 (FlagCreateTime) marks a      |
+// |         | create-time topic's segment, whose timestamps may decrease. |
+// |         | Other flag bits are zero; a file with one set is refused.   |
+//
+// Create writes version 2. Version 1 files (written before headers) are
+// read, verified, summarized and recovered as they are, and never
+// continued: Open answers ErrOldVersion and the caller seals the segment
+// and rolls, so after an upgrade each partition's old active segment is
+// sealed once and every record written since is in a version 2 file. (A
+// version 1 file could not take a record with headers, and continuing it
+// would make a file's version say nothing about its records.)
 //
 //	record (28-byte header + body)
-//	+----------+--------+--------+-------------+-----------+-----+-------+
-//	|  offset  |  size  |  crc   |  timestamp  |  keyinfo  | key | value |
-//	|   8 B    |  4 B   |  4 B   |     8 B     |    4 B    |     |       |
-//	+----------+--------+--------+-------------+-----------+-----+-------+
+//	+----------+--------+--------+-------------+-----------+-----------+-----+-------+
+//	|  offset  |  size  |  crc   |  timestamp  |  keyinfo  | [headers] | key | value |
+//	|   8 B    |  4 B   |  4 B   |     8 B     |    4 B    |           |     |       |
+//	+----------+--------+--------+-------------+-----------+-----------+-----+-------+
 //	0          8        12       16            24          28
 //
 // | field     | meaning                                                        |
 // |-----------|----------------------------------------------------------------|
 // | offset    | absolute offset of the record, dense within the partition      |
-// | size      | body length: len(key) + len(value); at most MaxBodySize        |
-// | crc       | CRC-32C (Castagnoli) of bytes 16..end: timestamp, keyinfo, key,|
-// |           | value                                                          |
-// | timestamp | milliseconds since the Unix epoch, assigned at append          |
-// | keyinfo   | bits 0-29 key length; bit 30 set: value is null (tombstone);   |
-// |           | bit 31 set: key is absent. Both flags imply a zero length.     |
+// | size      | body length: headers block + key + value; at most MaxBodySize  |
+// | crc       | CRC-32C (Castagnoli) of bytes 16..end: timestamp, keyinfo,     |
+// |           | headers, key, value                                            |
+// | timestamp | milliseconds since the Unix epoch: assigned at append, or on a |
+// |           | create-time topic the producer's                               |
+// | keyinfo   | bits 0-28 key length; bit 29 set: a headers block starts the   |
+// |           | body (version 2 only); bit 30 set: value is null (tombstone);  |
+// |           | bit 31 set: key is absent. Absent and null imply zero lengths. |
+//
+//	headers block (version 2, keyinfo bit 29 set)
+//	+---------+------------------------------------------------------------+
+//	|  count  | count times: | key len 2 B | value len 4 B | key | value |  |
+//	|  2 B    |                                                            |
+//	+---------+------------------------------------------------------------+
+//
+// count is at least 1 (a record without headers has no block and bit 29
+// clear); header keys are bytes (the API allows 1 to 256 bytes of UTF-8);
+// a value length of 0xFFFFFFFF is a null value, distinct from an empty one.
+// Keys may repeat; order is kept. The value length of the record is what
+// the size leaves after the block and the key. A record without headers is
+// encoded exactly as in version 1, byte for byte: headers cost nothing
+// where there are none.
 //
 // The CRC does not cover offset and size: a flipped size makes the CRC run
 // over the wrong bytes and fail; a flipped offset breaks density, which every
-// scan checks (each record's offset is the previous one plus one).
+// scan checks (each record's offset is the previous one plus one). The CRC
+// covers the headers block, and a block that does not parse exactly (a
+// count of zero, a header running past the record, a null value with bytes
+// after the key) is damage like a failed CRC.
+//
+// # Timestamps and the time index
+//
+// On an append-time segment timestamps never decrease (DESIGN.md I6) and
+// every check says so: Append refuses one that goes back, and Verify,
+// Summarize and Recover count one as damage. On a create-time segment
+// (FlagCreateTime) they may go back and none of these checks applies.
+// Either way a time index entry holds the largest timestamp of the records
+// up to and including its record (as Kafka's), so entries never decrease
+// and every record up to the last entry older than T is older than T: the
+// search for the first record at or after T starts there. State.LastTS,
+// Summary.LastTS and the catalog's LastTS are the largest timestamp of a
+// segment (what retention and offset-for-time skip by), Summary.FirstTS the
+// smallest; on an append-time segment they are the last and the first.
 //
 // # Durability
 //
@@ -125,13 +174,17 @@
 // 2 MiB, for its checks before it gives up (only bytes crafted to look like
 // records get near that).
 //
-// OffsetForTime goes around damage too, and is never wrong: timestamps
-// never decrease, so a damaged record's timestamp lies between those of the
-// good records around it. If the first good record after the damage is
-// older than the wanted timestamp, so were the damaged ones and the search
-// goes on; otherwise a damaged record may be the answer, and OffsetForTime
-// returns the *DamageError (the answer lies in [First, Next]) rather than an
-// offset that may be wrong.
+// OffsetForTime goes around damage too, and is never wrong. On an
+// append-time segment timestamps never decrease, so a damaged record's
+// timestamp lies between those of the good records around it. If the
+// first good record after the damage is older than the wanted timestamp,
+// so were the damaged ones and the search goes on; otherwise a damaged
+// record may be the answer, and OffsetForTime returns the *DamageError (the
+// answer lies in [First, Next]) rather than an offset that may be wrong. On
+// a create-time segment, or one whose header is damaged (its kind is then
+// unknown), a damaged record's timestamp could be anything: damage met
+// before an answer is found is returned as the *DamageError. An answer
+// found before any damage is right on both kinds.
 //
 // Reader.Verify and Summarize fail on any damage below the limit, and
 // Recover on any it checks (from the last index entry on), with the
