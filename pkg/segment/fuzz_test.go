@@ -37,21 +37,28 @@ func fuzzSeeds(t testing.TB) map[string]map[string][]byte {
 	damage := func(at int64, cut int64, indexed bool, mask ...byte) []byte {
 		return encodeDamage(fuzzDamage{at: uint16(at), cut: uint16(cut), indexed: indexed, mask: mask})
 	}
+	ctDamage := func(at int64, cut int64, indexed bool, mask ...byte) []byte {
+		return encodeDamage(fuzzDamage{at: uint16(at), cut: uint16(cut), indexed: indexed, createTime: true, mask: mask})
+	}
 	k := int64(len(fz.pos) / 2)
 	return map[string]map[string][]byte{
 		"FuzzReadDamaged": {
-			"empty":                 nil,
-			"untouched":             damage(0, 0, true),
-			"value-byte":            damage(fz.pos[k+1]-1, 0, true, 0x01),
-			"value-byte-plain":      damage(fz.pos[k+1]-1, 0, false, 0x01),
-			"size-byte":             damage(fz.pos[k]+8, 0, true, 0x01),
-			"offset-byte":           damage(fz.pos[k], 0, false, 0x04),
-			"header-magic":          damage(0, 0, true, 0x01),
-			"cut-mid-record":        damage(0, fz.pos[k]+9, true),
-			"zeroed-stretch":        damage(fz.pos[k]+3, 0, true, bytes.Repeat([]byte{0xff}, 700)...),
-			"scattered":             damage(fz.pos[3], 0, false, append(append([]byte{0x10}, make([]byte, 900)...), 0x20)...),
-			"stretch-and-cut":       damage(fz.pos[5]+20, fz.pos[k], true, 0x80, 0x80, 0x80),
-			"first-record-size-max": damage(FileHeaderSize+11, 0, false, 0x80),
+			"empty":                  nil,
+			"untouched":              damage(0, 0, true),
+			"value-byte":             damage(fz.pos[k+1]-1, 0, true, 0x01),
+			"value-byte-plain":       damage(fz.pos[k+1]-1, 0, false, 0x01),
+			"size-byte":              damage(fz.pos[k]+8, 0, true, 0x01),
+			"offset-byte":            damage(fz.pos[k], 0, false, 0x04),
+			"header-magic":           damage(0, 0, true, 0x01),
+			"cut-mid-record":         damage(0, fz.pos[k]+9, true),
+			"zeroed-stretch":         damage(fz.pos[k]+3, 0, true, bytes.Repeat([]byte{0xff}, 700)...),
+			"scattered":              damage(fz.pos[3], 0, false, append(append([]byte{0x10}, make([]byte, 900)...), 0x20)...),
+			"stretch-and-cut":        damage(fz.pos[5]+20, fz.pos[k], true, 0x80, 0x80, 0x80),
+			"first-record-size-max":  damage(FileHeaderSize+11, 0, false, 0x80),
+			"create-time-untouched":  ctDamage(0, 0, true),
+			"create-time-value-byte": ctDamage(fz.pos[k+1]-1, 0, true, 0x01),
+			"create-time-timestamp":  ctDamage(fz.pos[k]+17, 0, true, 0x10),
+			"create-time-cut":        ctDamage(0, fz.pos[k]+9, false),
 		},
 		"FuzzDecodeRecord": {
 			"empty":              nil,
@@ -247,12 +254,19 @@ type fuzzSegment struct {
 	times index.Times
 }
 
-func fuzzDamageSegment(t testing.TB) *fuzzSegment {
+func fuzzDamageSegment(t testing.TB) *fuzzSegment { return fuzzSegmentOf(t, false) }
+
+// fuzzSegmentOf is the segment FuzzReadDamaged damages: an append-time one,
+// or a create-time one with the same records and shuffled timestamps.
+func fuzzSegmentOf(t testing.TB, createTime bool) *fuzzSegment {
 	t.Helper()
 	dir := t.TempDir()
 	s := &fuzzSegment{recs: genRecords(testID.Base, 60, 1000)}
+	if createTime {
+		shuffleTimestamps(s.recs, 7)
+	}
 	s.pos = positions(s.recs)
-	writeSegment(t, dir, testID, Options{IndexIntervalBytes: 300}, split(s.recs, 25)...)
+	writeSegment(t, dir, testID, Options{IndexIntervalBytes: 300, CreateTime: createTime}, split(s.recs, 25)...)
 	f := readFiles(t, dir, testID)
 	s.log = f.log
 	s.offs, _ = index.ParseOffsets(f.idx)
@@ -262,13 +276,15 @@ func fuzzDamageSegment(t testing.TB) *fuzzSegment {
 
 // fuzzDamage is what one FuzzReadDamaged input does to the segment: XOR mask
 // into the .log at byte at (modulo its length), then cut it at cut (modulo
-// its length plus one; 0 leaves it whole), read with or without the index.
+// its length plus one; 0 leaves it whole), read with or without the index,
+// of the append-time or the create-time segment.
 //
-//	| at 2 | cut 2 | flags 1 (bit 0: indexed) | mask ... |
+//	| at 2 | cut 2 | flags 1 (bit 0: indexed, bit 1: create time) | mask ... |
 type fuzzDamage struct {
-	at, cut uint16
-	indexed bool
-	mask    []byte
+	at, cut    uint16
+	indexed    bool
+	createTime bool
+	mask       []byte
 }
 
 func encodeDamage(d fuzzDamage) []byte {
@@ -276,7 +292,10 @@ func encodeDamage(d fuzzDamage) []byte {
 	b = binary.LittleEndian.AppendUint16(b, d.cut)
 	flags := byte(0)
 	if d.indexed {
-		flags = 1
+		flags |= 1
+	}
+	if d.createTime {
+		flags |= 2
 	}
 	return append(append(b, flags), d.mask...)
 }
@@ -288,6 +307,7 @@ func decodeDamage(b []byte) fuzzDamage {
 	}
 	d.at, d.cut = binary.LittleEndian.Uint16(b), binary.LittleEndian.Uint16(b[2:])
 	d.indexed = b[4]&1 != 0
+	d.createTime = b[4]&2 != 0
 	d.mask = b[5:]
 	return d
 }
@@ -299,12 +319,17 @@ func decodeDamage(b []byte) fuzzDamage {
 // data for an offset whose record is untouched, and lets every untouched
 // record outside the damaged span be read by some Read (following
 // DamageError.Next). Verify fails exactly when a byte changed, and
-// OffsetForTime is right or an error.
+// OffsetForTime is right or an error, on append-time and create-time
+// segments alike.
 func FuzzReadDamaged(f *testing.F) {
-	s := fuzzDamageSegment(f)
-	limit := int64(len(s.log))
+	segs := [2]*fuzzSegment{fuzzSegmentOf(f, false), fuzzSegmentOf(f, true)}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		d := decodeDamage(in)
+		s := segs[0]
+		if d.createTime {
+			s = segs[1]
+		}
+		limit := int64(len(s.log))
 		log := bytes.Clone(s.log)
 		at := int(d.at) % len(log)
 		for i, m := range d.mask[:min(len(d.mask), len(log)-at)] {
@@ -402,7 +427,7 @@ func FuzzReadDamaged(f *testing.F) {
 			t.Fatalf("Summarize: %v after changing bytes [%d, %d)", err, lo, hi)
 		}
 
-		for _, ts := range []int64{999, 1000, 1055, 1100, 1101, 1190, 1200} {
+		for _, ts := range []int64{999, 1000, 1010, 1055, 1100, 1101, 1150, 1190, 1200} {
 			want := -1
 			for j := range s.recs {
 				if s.recs[j].Timestamp >= ts {

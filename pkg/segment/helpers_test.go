@@ -3,6 +3,7 @@ package segment
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
@@ -39,6 +40,13 @@ func genRecords(base int64, n int, ts0 int64) []Record {
 		recs[i] = r
 	}
 	return recs
+}
+
+// shuffleTimestamps permutes the timestamps of recs deterministically (a
+// create-time segment's: they go back and forth).
+func shuffleTimestamps(recs []Record, seed uint64) {
+	r := rand.New(rand.NewPCG(seed, seed))
+	r.Shuffle(len(recs), func(i, j int) { recs[i].Timestamp, recs[j].Timestamp = recs[j].Timestamp, recs[i].Timestamp })
 }
 
 // genHeaders makes one to three headers for the record at off.
