@@ -1,8 +1,10 @@
 package api
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
 	"math/bits"
 	"net/http"
 	"strconv"
@@ -72,33 +74,114 @@ func plainPrefix(b []byte) int {
 const hexDigits = "0123456789abcdef"
 
 // appendRecordJSON appends one fetched record as the fetch answer holds
-// it (utf8Record or base64Record of fetch.go, as encoding/json writes
-// them): {"offset":..,"timestamp":..,"key":..,"value":..}. In utf8 mode a
-// key or value that is not valid UTF-8 is base64 with
-// "key_encoding"/"value_encoding":"base64"; nil is null.
+// it (as encoding/json writes the reference records of
+// jsonfast_ref_test.go): {"offset":..,"timestamp":..,"key":..,"value":..}
+// and "headers":[{"key":..,"value":..}] when the record has any. In utf8
+// mode a key or value (or header value) that is not valid UTF-8 is base64
+// with "key_encoding"/"value_encoding":"base64"; in json mode one that is
+// not a JSON value is; nil is null.
 func appendRecordJSON(dst []byte, r broker.Record, enc encoding) []byte {
 	dst = append(dst, `{"offset":`...)
 	dst = strconv.AppendInt(dst, r.Offset, 10)
 	dst = append(dst, `,"timestamp":`...)
 	dst = strconv.AppendInt(dst, r.Timestamp, 10)
 	dst = append(dst, `,"key":`...)
-	if enc == encBase64 {
-		dst = appendBase64JSON(dst, r.Key)
-		dst = append(dst, `,"value":`...)
-		dst = appendBase64JSON(dst, r.Value)
-		return append(dst, '}')
-	}
-	var b64 bool
-	dst, b64 = appendTextJSON(dst, r.Key)
-	if b64 {
-		dst = append(dst, `,"key_encoding":"base64"`...)
-	}
+	dst = appendFieldJSON(dst, r.Key, enc, `,"key_encoding":"base64"`)
 	dst = append(dst, `,"value":`...)
-	dst, b64 = appendTextJSON(dst, r.Value)
-	if b64 {
-		dst = append(dst, `,"value_encoding":"base64"`...)
+	dst = appendFieldJSON(dst, r.Value, enc, `,"value_encoding":"base64"`)
+	if len(r.Headers) > 0 {
+		dst = appendHeadersJSON(dst, r.Headers, enc)
 	}
 	return append(dst, '}')
+}
+
+// appendFieldJSON appends a key or value (or header value) in mode enc,
+// and flag after it when it went base64 where the mode is not base64.
+func appendFieldJSON(dst, b []byte, enc encoding, flag string) []byte {
+	var b64 bool
+	switch enc {
+	case encBase64:
+		return appendBase64JSON(dst, b)
+	case encJSON:
+		dst, b64 = appendValueJSON(dst, b)
+	default:
+		dst, b64 = appendTextJSON(dst, b)
+	}
+	if b64 {
+		dst = append(dst, flag...)
+	}
+	return dst
+}
+
+// appendHeadersJSON appends ,"headers":[..] for hs. A header key is a
+// string in every mode (base64 with "key_encoding" should one not be
+// UTF-8: the API stores only UTF-8 keys).
+func appendHeadersJSON(dst []byte, hs []broker.Header, enc encoding) []byte {
+	dst = append(dst, `,"headers":[`...)
+	for i := range hs {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"key":`...)
+		var b64 bool
+		dst, b64 = appendTextJSON(dst, []byte(hs[i].Key))
+		if b64 {
+			dst = append(dst, `,"key_encoding":"base64"`...)
+		}
+		dst = append(dst, `,"value":`...)
+		dst = appendFieldJSON(dst, hs[i].Value, enc, `,"value_encoding":"base64"`)
+		dst = append(dst, '}')
+	}
+	return append(dst, ']')
+}
+
+// appendValueJSON appends b for json mode: null for nil, b itself
+// (compacted) when it is one JSON value in valid UTF-8 other than the
+// literal null (which would read as a tombstone or no key), else b's
+// base64 (and b64 true).
+func appendValueJSON(dst, b []byte) (_ []byte, b64 bool) {
+	if b == nil {
+		return append(dst, "null"...), false
+	}
+	if !isJSONText(b) {
+		return appendBase64JSON(dst, b), true
+	}
+	return appendCompact(dst, b), false
+}
+
+// isJSONText reports whether b reads back as a JSON value of its own
+// in json mode.
+func isJSONText(b []byte) bool {
+	return utf8.Valid(b) && json.Valid(b) && string(bytes.TrimSpace(b)) != "null"
+}
+
+// appendCompact appends valid JSON b without white space outside its
+// strings, as json.Compact (and json.Encoder for a json.RawMessage)
+// writes it: b itself when it has none.
+func appendCompact(dst, b []byte) []byte {
+	if bytes.IndexAny(b, " \t\n\r") < 0 {
+		return append(dst, b...)
+	}
+	inStr, esc := false, false
+	for _, c := range b {
+		switch {
+		case inStr:
+			switch {
+			case esc:
+				esc = false
+			case c == '\\':
+				esc = true
+			case c == '"':
+				inStr = false
+			}
+		case c == '"':
+			inStr = true
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			continue
+		}
+		dst = append(dst, c)
+	}
+	return dst
 }
 
 // appendFetchJSON appends the whole fetch answer, with the newline
@@ -128,7 +211,11 @@ func fetchJSONSize(res *broker.FetchResult, enc encoding) int {
 	for i := range res.Records {
 		r := &res.Records[i]
 		k, v := len(r.Key), len(r.Value)
-		if enc == encBase64 {
+		for j := range r.Headers {
+			k += 40 + len(r.Headers[j].Key)
+			v += len(r.Headers[j].Value)
+		}
+		if enc != encUTF8 {
 			k, v = base64.StdEncoding.EncodedLen(k), base64.StdEncoding.EncodedLen(v)
 		}
 		n += 100 + k + v

@@ -14,9 +14,9 @@ import (
 	"github.com/tierlog/tierlog/pkg/broker"
 )
 
-// FuzzFetchJSON holds appendFetchJSON to the encoding/json answer the
-// fetch route wrote before (fetchJSONRef): the same bytes for every
-// record, in both encodings.
+// FuzzFetchJSON holds appendFetchJSON to the encoding/json answer of
+// the reference records (fetchJSONRef): the same bytes for every record,
+// with and without headers, in every encoding.
 func FuzzFetchJSON(f *testing.F) {
 	for _, s := range [][2]string{
 		{"k1", "hello"},
@@ -26,12 +26,17 @@ func FuzzFetchJSON(f *testing.F) {
 		{"\xed\xa0\x80", "\xe2\x80"},
 		{"日本語のテキスト、少し長め", strings.Repeat("abcdefgh", 5) + "\"x"},
 		{"\x7f\x80", "plain ascii text that is long enough for several words"},
+		{`{"a": [1, 2.5e3, "x y"], "b" : null}`, `"str\u00e9"`},
+		{"null", " 42 "},
+		{`{"a":1,"a":2}`, "[true,false]"},
+		{`"\ud800"`, "\"unterminated"},
 	} {
-		f.Add([]byte(s[0]), []byte(s[1]), false, false, int64(41), int64(1764500000000), false)
-		f.Add([]byte(s[0]), []byte(s[1]), true, false, int64(-1), int64(0), true)
+		f.Add([]byte(s[0]), []byte(s[1]), false, false, int64(41), int64(1764500000000), uint8(0), "trace-id", 0)
+		f.Add([]byte(s[0]), []byte(s[1]), true, false, int64(-1), int64(0), uint8(1), "k", 1)
+		f.Add([]byte(s[0]), []byte(s[1]), false, true, int64(7), int64(3), uint8(2), "\xff\"", 3)
 	}
-	f.Add([]byte(nil), []byte(nil), true, true, int64(1)<<62, int64(-5), false)
-	f.Fuzz(func(t *testing.T, key, value []byte, keyNil, valueNil bool, offset, ts int64, b64 bool) {
+	f.Add([]byte(nil), []byte(nil), true, true, int64(1)<<62, int64(-5), uint8(0), "", 0)
+	f.Fuzz(func(t *testing.T, key, value []byte, keyNil, valueNil bool, offset, ts int64, mode uint8, hkey string, nh int) {
 		if keyNil {
 			key = nil
 		} else if key == nil {
@@ -42,13 +47,17 @@ func FuzzFetchJSON(f *testing.F) {
 		} else if value == nil {
 			value = []byte{}
 		}
-		enc := encUTF8
-		if b64 {
-			enc = encBase64
+		enc := []encoding{encUTF8, encBase64, encJSON}[mode%3]
+		// Headers: none, or up to 3 with the key and value of the
+		// record as values (nil among them).
+		var hs []broker.Header
+		for i := range max(nh%4, 0) {
+			hv := [][]byte{value, key, nil}[i%3]
+			hs = append(hs, broker.Header{Key: hkey, Value: hv})
 		}
 		res := &broker.FetchResult{
 			Records: []broker.Record{
-				{Offset: offset, Timestamp: ts, Key: key, Value: value},
+				{Offset: offset, Timestamp: ts, Key: key, Value: value, Headers: hs},
 				{Offset: offset + 1, Timestamp: ts, Key: value, Value: key},
 			},
 			NextOffset: offset + 2, HighWatermark: ts, LogStartOffset: offset,
@@ -59,6 +68,13 @@ func FuzzFetchJSON(f *testing.F) {
 			got := appendFetchJSON([]byte("prefix"), r, enc)
 			if !bytes.Equal(got[6:], want) || string(got[:6]) != "prefix" {
 				t.Fatalf("%d records, encoding %d:\n got %q\nwant %q", n, enc, got, want)
+			}
+			if n > 0 {
+				// A stream's event is the same record, on one line.
+				ev := sseRecordJSON(nil, &r.Records[0], enc)
+				if bytes.IndexAny(ev, "\r\n") >= 0 || !bytes.Contains(got, ev) {
+					t.Fatalf("event %q is not the answer's record or not one line", ev)
+				}
 			}
 		}
 	})
@@ -123,6 +139,50 @@ func FuzzProduceJSON(f *testing.F) {
 		`{"re\u0063ords":[{"value":"x"}]}`,
 		`{"records":[{"key":"` + strings.Repeat("k", 1<<20) + `","value":"v"}]}`,
 		`{"records":[{"value":"` + strings.Repeat("abcdefgh\\n", 30) + `"}]}`,
+		// Headers, timestamps, json values, strictness.
+		`{"records":[{"value":"v","headers":[{"key":"trace-id","value":"abc"},{"key":"trace-id","value":null},{"key":"x"}]}]}`,
+		`{"records":[{"value":"v","headers":[]}]}`,
+		`{"records":[{"value":"v","headers":null,"timestamp":null}]}`,
+		`{"records":[{"value":"v","headers":[{"key":"","value":"a"}]}]}`,
+		`{"records":[{"value":"v","headers":[{"value":"a"}]}]}`,
+		`{"records":[{"value":"v","headers":[{"key":null}]}]}`,
+		`{"records":[{"value":"v","headers":[{"key":"a","key":"b"}]}]}`,
+		`{"records":[{"value":"v","headers":[{"key":"a","Value":"b"}]}]}`,
+		`{"records":[{"value":"v","headers":[{"key":"a","vlaue":"b"}]}]}`,
+		`{"records":[{"value":"v","headers":{"key":"a"}}]}`,
+		`{"records":[{"value":"v","headers":[1]}]}`,
+		`{"records":[{"value":"v","headers":[{"key":"` + strings.Repeat("k", 257) + `"}]}]}`,
+		`{"records":[{"value":"v","headers":[{"key":"` + strings.Repeat("k", 256) + `"}]}]}`,
+		`{"records":[{"value":"v","headers":[{"key":"\u00e9\ud800"}]}]}`,
+		`{"records":[{"value":"v","headers":[` + strings.Repeat(`{"key":"h"},`, 63) + `{"key":"h"}]}]}`,
+		`{"records":[{"value":"v","headers":[` + strings.Repeat(`{"key":"h"},`, 64) + `{"key":"h"}]}]}`,
+		`{"encoding":"base64","records":[{"value":"aGk=","headers":[{"key":"k","value":"aGk="},{"key":"k","value":"aGk"}]}]}`,
+		`{"encoding":"base64","records":[{"value":"aGk=","headers":[{"key":"k","value":"aGl="}]}]}`,
+		`{"records":[{"value":"v","timestamp":1764500000000}]}`,
+		`{"records":[{"value":"v","timestamp":-1}]}`,
+		`{"records":[{"value":"v","timestamp":1.5}]}`,
+		`{"records":[{"value":"v","timestamp":"1"}]}`,
+		`{"records":[{"value":"v","timestamp":9223372036854775808}]}`,
+		`{"records":[{"value":"v","timestamp":0,"timestamp":1}]}`,
+		`{"encoding":"json","records":[{"key":{"id":7},"value":{"a":[1,2.5e-3,"x y",true,false,null]},"headers":[{"key":"n","value":12}]}]}`,
+		`{"encoding":"json","records":[{"key":null,"value":null},{"value":"null"},{"value":-0.0},{"value":[]},{"value":{}}]}`,
+		`{"encoding":"json","records":[{"value": { "a" : [ 1 , 2 ] , "b" : "x y" } }]}`,
+		`{"encoding":"json","records":[{"value":{"a":1,"a":2}}]}`,
+		`{"encoding":"json","records":[{"value":"\ud800\u00e9\n"}]}`,
+		`{"encoding":"json","records":[{"value":"\x"}]}`,
+		`{"encoding":"json","records":[{"value":01}]}`,
+		`{"encoding":"json","records":[{"value":1.}]}`,
+		`{"encoding":"json","records":[{"value":-}]}`,
+		`{"encoding":"json","records":[{"value":[1,]}]}`,
+		`{"encoding":"json","records":[{"value":tru}]}`,
+		`{"encoding":"json","records":[{"value":"` + "\xff" + `"}]}`,
+		`{"encoding":"json","records":[{"value":` + strings.Repeat("[", 70) + strings.Repeat("]", 70) + `}]}`,
+		`{"records":[{"value":{"a":1}}],"encoding":"json"}`,
+		`{"records":[{"value":"x"}],"Encoding":"utf8"}`,
+		`{"records":[{"value":"x","partitons":1}]}`,
+		`{"records":[{"value":"x"}],"recordz":[]}`,
+		`{"records":[{"VALUE":"x"}]}`,
+		`{"expected_offset":1,"expected_offset":2,"records":[{"value":"x"}]}`,
 	} {
 		f.Add(seed, true, -1)
 		f.Add(seed, false, len(seed)/2)

@@ -18,21 +18,80 @@ import (
 // valid UTF-8 is base64 and says so in KeyEncoding / ValueEncoding, so the
 // bytes are never altered.
 type utf8Record struct {
-	Offset        int64   `json:"offset"`
-	Timestamp     int64   `json:"timestamp"`
-	Key           *string `json:"key"`
+	Offset        int64        `json:"offset"`
+	Timestamp     int64        `json:"timestamp"`
+	Key           *string      `json:"key"`
+	KeyEncoding   string       `json:"key_encoding,omitempty"`
+	Value         *string      `json:"value"`
+	ValueEncoding string       `json:"value_encoding,omitempty"`
+	Headers       []utf8Header `json:"headers,omitempty"`
+}
+
+// utf8Header is a header of a utf8Record.
+type utf8Header struct {
+	Key           string  `json:"key"`
 	KeyEncoding   string  `json:"key_encoding,omitempty"`
 	Value         *string `json:"value"`
 	ValueEncoding string  `json:"value_encoding,omitempty"`
 }
 
+// base64Header is a header of a base64Record: the key a string, the
+// value base64.
+type base64Header struct {
+	Key         string `json:"key"`
+	KeyEncoding string `json:"key_encoding,omitempty"`
+	Value       []byte `json:"value"`
+}
+
+// jsonRecord is a fetched record in json mode: a key or value that is a
+// JSON value of its own (not the literal null) is that value, anything
+// else base64 with its *_encoding.
+type jsonRecord struct {
+	Offset        int64           `json:"offset"`
+	Timestamp     int64           `json:"timestamp"`
+	Key           json.RawMessage `json:"key"`
+	KeyEncoding   string          `json:"key_encoding,omitempty"`
+	Value         json.RawMessage `json:"value"`
+	ValueEncoding string          `json:"value_encoding,omitempty"`
+	Headers       []jsonHeader    `json:"headers,omitempty"`
+}
+
+type jsonHeader struct {
+	Key           string          `json:"key"`
+	KeyEncoding   string          `json:"key_encoding,omitempty"`
+	Value         json.RawMessage `json:"value"`
+	ValueEncoding string          `json:"value_encoding,omitempty"`
+}
+
+// refKey is a header key: the string, or base64 if it is not UTF-8.
+func refKey(k string) (string, string) {
+	if utf8.ValidString(k) {
+		return k, ""
+	}
+	return base64.StdEncoding.EncodeToString([]byte(k)), "base64"
+}
+
+// jsonOrBase64 renders b for json mode.
+func jsonOrBase64(b []byte) (json.RawMessage, string) {
+	if b == nil {
+		return nil, ""
+	}
+	var v any
+	if utf8.Valid(b) && json.Unmarshal(b, &v) == nil && v != nil {
+		return json.RawMessage(b), ""
+	}
+	q, _ := json.Marshal(base64.StdEncoding.EncodeToString(b))
+	return q, "base64"
+}
+
 // base64Record is a fetched record in base64 mode: encoding/json writes a
 // []byte as standard padded base64, and nil as null.
 type base64Record struct {
-	Offset    int64  `json:"offset"`
-	Timestamp int64  `json:"timestamp"`
-	Key       []byte `json:"key"`
-	Value     []byte `json:"value"`
+	Offset    int64          `json:"offset"`
+	Timestamp int64          `json:"timestamp"`
+	Key       []byte         `json:"key"`
+	Value     []byte         `json:"value"`
+	Headers   []base64Header `json:"headers,omitempty"`
 }
 
 type fetchResponse struct {
@@ -65,14 +124,35 @@ func fetchJSONRef(res *broker.FetchResult, enc encoding) []byte {
 		HighWatermark:  res.HighWatermark,
 		LogStartOffset: res.LogStartOffset,
 	}
-	if enc == encBase64 {
+	switch enc {
+	case encBase64:
 		recs := make([]base64Record, len(res.Records))
 		for i := range res.Records {
 			rec := &res.Records[i]
 			recs[i] = base64Record{Offset: rec.Offset, Timestamp: rec.Timestamp, Key: rec.Key, Value: rec.Value}
+			for _, h := range rec.Headers {
+				k, ke := refKey(h.Key)
+				recs[i].Headers = append(recs[i].Headers, base64Header{Key: k, KeyEncoding: ke, Value: h.Value})
+			}
 		}
 		out.Records = recs
-	} else {
+	case encJSON:
+		recs := make([]jsonRecord, len(res.Records))
+		for i := range res.Records {
+			rec := &res.Records[i]
+			o := &recs[i]
+			o.Offset, o.Timestamp = rec.Offset, rec.Timestamp
+			o.Key, o.KeyEncoding = jsonOrBase64(rec.Key)
+			o.Value, o.ValueEncoding = jsonOrBase64(rec.Value)
+			for _, h := range rec.Headers {
+				var jh jsonHeader
+				jh.Key, jh.KeyEncoding = refKey(h.Key)
+				jh.Value, jh.ValueEncoding = jsonOrBase64(h.Value)
+				o.Headers = append(o.Headers, jh)
+			}
+		}
+		out.Records = recs
+	default:
 		recs := make([]utf8Record, len(res.Records))
 		strs := make([]string, 2*len(res.Records))
 		for i := range res.Records {
@@ -81,6 +161,12 @@ func fetchJSONRef(res *broker.FetchResult, enc encoding) []byte {
 			o.Offset, o.Timestamp = rec.Offset, rec.Timestamp
 			o.Key, o.KeyEncoding = textOrBase64(rec.Key, &strs[2*i])
 			o.Value, o.ValueEncoding = textOrBase64(rec.Value, &strs[2*i+1])
+			for _, h := range rec.Headers {
+				var uh utf8Header
+				uh.Key, uh.KeyEncoding = refKey(h.Key)
+				uh.Value, uh.ValueEncoding = textOrBase64(h.Value, new(string))
+				o.Headers = append(o.Headers, uh)
+			}
 		}
 		out.Records = recs
 	}
