@@ -594,7 +594,7 @@ func decodeProduce(src io.Reader, allowPartition bool, expectedRaw *json.RawMess
 		// well-formed JSON, like encoding.
 		haveExpected, haveEnc bool
 		enc                   = encUTF8
-		encErr       error // an unknown encoding, reported after the syntax
+		encErr                error // an unknown encoding, reported after the syntax
 	)
 	for dec.More() {
 		tok, err := dec.Token()
