@@ -57,11 +57,27 @@ type consumerConfig struct {
 	autoCommit     time.Duration
 	metadata       string
 	skipDamaged    bool
+	noMembership   bool
+	session        time.Duration
 }
 
 // WithGroup makes the consumer resume from the group's committed offsets
-// and commit to them.
+// and commit to them. Without WithPartitions it is also a member of the
+// group (see Consumer): the group's members split the topic's partitions.
 func WithGroup(group string) ConsumerOption { return func(c *consumerConfig) { c.group = group } }
+
+// WithoutMembership makes a WithGroup consumer read every partition (or
+// WithPartitions) and commit without joining the group: the offsets-only
+// behaviour, refused by the server while the group has members.
+func WithoutMembership() ConsumerOption { return func(c *consumerConfig) { c.noMembership = true } }
+
+// WithSessionTimeout sets a member's session timeout (default
+// DefaultSessionTimeout, 1 s to 300 s): a member that stops heartbeating
+// (it heartbeats every third of it) loses its partitions to the others
+// within it.
+func WithSessionTimeout(d time.Duration) ConsumerOption {
+	return func(c *consumerConfig) { c.session = d }
+}
 
 // WithPartitions limits the consumer to these partitions (default all).
 func WithPartitions(ps ...int) ConsumerOption {
@@ -126,31 +142,55 @@ func WithCommitMetadata(md string) ConsumerOption { return func(c *consumerConfi
 // Positions are what Commit stores, so a restarted consumer of the group
 // resumes after the last record Poll returned: at-least-once.
 //
+// With WithGroup (and no WithPartitions or WithoutMembership) the
+// consumer is a member of the group: it joins, reads only the partitions
+// the group assigns it, heartbeats every third of its session timeout,
+// and follows rebalances: a partition it loses stops at once (records of
+// it not yet returned by Poll are dropped) and one it gains starts at the
+// group's committed offset. Its commits are fenced by the generation; a
+// commit refused after a rebalance it had not seen yet refreshes the
+// membership and commits the partitions it still holds. Close leaves the
+// group. So a partition that moves is read again by its new owner from
+// its last commit: only records returned after that commit are delivered
+// twice, and none is skipped.
+//
 // Poll must not be called from two goroutines at once; Commit, Position,
 // Positions and Close may be called from any goroutine.
 type Consumer struct {
 	c       *Client
 	topic   string
 	cfg     consumerConfig
-	parts   []int
 	batches chan fetched
 	ctx     context.Context
 	stop    context.CancelFunc
 	wg      sync.WaitGroup
 	pending []Message // the rest of the last batch; Poll's goroutine only
+	pendEp  uint64    // the fetcher epoch pending came from
+	member  *member   // nil without membership
 
 	mu struct {
 		sync.Mutex
+		parts     []int // read now, sorted
+		fetchers  map[int]*fetcher
+		epoch     uint64
 		pos       map[int]int64
 		committed map[int]int64
 		closed    bool
 	}
 }
 
+// fetcher is one partition's fetch loop.
+type fetcher struct {
+	epoch  uint64
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
 // fetched is what a partition's fetcher hands to Poll: records, a reset
 // of its position, or the error that stopped it.
 type fetched struct {
 	partition int
+	epoch     uint64
 	msgs      []Message
 	resetTo   int64 // >= 0: the position moved (416 handled)
 	err       error
@@ -172,9 +212,15 @@ func (c *Client) NewConsumer(ctx context.Context, topic string, opts ...Consumer
 	if cfg.reset < ResetLatest || cfg.reset > ResetNone {
 		return nil, fmt.Errorf("client: unknown reset policy %d", cfg.reset)
 	}
+	if cfg.session != 0 && (cfg.session < time.Second || cfg.session > 300*time.Second) {
+		return nil, fmt.Errorf("client: session timeout %v: want 1s to 300s", cfg.session)
+	}
 	t, err := c.Topic(ctx, topic)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.group != "" && len(cfg.partitions) == 0 && !cfg.noMembership {
+		return c.newMemberConsumer(ctx, topic, cfg)
 	}
 	parts := cfg.partitions
 	if len(parts) == 0 {
@@ -194,20 +240,70 @@ func (c *Client) NewConsumer(ctx context.Context, topic string, opts ...Consumer
 	if err != nil {
 		return nil, err
 	}
+	k := newConsumer(c, topic, cfg)
+	k.mu.Lock()
+	k.startLocked(parts, start)
+	k.mu.Unlock()
+	k.startAutoCommit()
+	return k, nil
+}
+
+func newConsumer(c *Client, topic string, cfg consumerConfig) *Consumer {
 	kctx, stop := context.WithCancel(context.Background())
-	k := &Consumer{c: c, topic: topic, cfg: cfg, parts: parts, batches: make(chan fetched), ctx: kctx, stop: stop}
+	k := &Consumer{c: c, topic: topic, cfg: cfg, batches: make(chan fetched), ctx: kctx, stop: stop}
 	k.mu.pos = map[int]int64{}
 	k.mu.committed = map[int]int64{}
-	for _, p := range parts {
-		k.mu.pos[p] = start[p]
-		k.wg.Add(1)
-		go k.fetchLoop(p, start[p])
-	}
-	if cfg.autoCommit > 0 && cfg.group != "" {
+	k.mu.fetchers = map[int]*fetcher{}
+	return k
+}
+
+func (k *Consumer) startAutoCommit() {
+	if k.cfg.autoCommit > 0 && k.cfg.group != "" {
 		k.wg.Add(1)
 		go k.autoCommitLoop()
 	}
-	return k, nil
+}
+
+// startLocked starts fetchers for parts at start. Called with mu held.
+func (k *Consumer) startLocked(parts []int, start map[int]int64) {
+	for _, p := range parts {
+		k.mu.epoch++
+		ctx, cancel := context.WithCancel(k.ctx)
+		f := &fetcher{epoch: k.mu.epoch, cancel: cancel, done: make(chan struct{})}
+		k.mu.fetchers[p] = f
+		k.mu.pos[p] = start[p]
+		delete(k.mu.committed, p)
+		k.mu.parts = append(k.mu.parts, p)
+		k.wg.Add(1)
+		go func() {
+			defer close(f.done)
+			k.fetchLoop(ctx, p, start[p], f.epoch)
+		}()
+	}
+	slices.Sort(k.mu.parts)
+}
+
+// stopLocked stops the fetchers of parts and forgets their positions; it
+// returns what to wait for (outside mu).
+func (k *Consumer) stopLocked(parts []int) []chan struct{} {
+	var done []chan struct{}
+	for _, p := range parts {
+		if f := k.mu.fetchers[p]; f != nil {
+			f.cancel()
+			done = append(done, f.done)
+		}
+		delete(k.mu.fetchers, p)
+		delete(k.mu.pos, p)
+		delete(k.mu.committed, p)
+		k.mu.parts = slices.DeleteFunc(k.mu.parts, func(q int) bool { return q == p })
+	}
+	return done
+}
+
+// owns reports whether partition p is read by the fetcher of epoch.
+func (k *Consumer) owns(p int, epoch uint64) bool {
+	f := k.mu.fetchers[p]
+	return f != nil && f.epoch == epoch
 }
 
 // startPositions resolves each partition's first offset.
@@ -302,26 +398,26 @@ func (c *Client) checkStart(ctx context.Context, topic string, p int, off int64,
 // fetchLoop long-polls one partition from pos on and hands batches to
 // Poll. Retriable errors are retried with backoff; 416 resets per policy;
 // any other error is handed to Poll and stops the partition.
-func (k *Consumer) fetchLoop(part int, pos int64) {
+func (k *Consumer) fetchLoop(ctx context.Context, part int, pos int64, epoch uint64) {
 	defer k.wg.Done()
 	bo := newBackOff(k.c.cfg.backoff)
 	log := k.c.cfg.log.With(slog.String("topic", k.topic), slog.Int("partition", part))
 	opt := FetchOptions{MaxRecords: k.cfg.maxRecords, MaxBytes: k.cfg.maxBytes, Wait: k.cfg.wait}
-	for k.ctx.Err() == nil {
-		res, err := k.c.fetchOnce(k.ctx, k.topic, part, pos, opt)
+	for ctx.Err() == nil {
+		res, err := k.c.fetchOnce(ctx, k.topic, part, pos, opt)
 		if err != nil {
 			var (
 				e   *Error
 				dmg *DamagedError
 			)
 			switch {
-			case k.ctx.Err() != nil:
+			case ctx.Err() != nil:
 				return
 			case errors.As(err, &dmg) && k.cfg.skipDamaged:
-				log.LogAttrs(k.ctx, slog.LevelError, "records damaged on the server; skipping them",
+				log.LogAttrs(ctx, slog.LevelError, "records damaged on the server; skipping them",
 					slog.Int64("offset", pos), slog.Int64("next", dmg.Next), slog.String("err", dmg.Err.Error()))
 				pos = dmg.Next
-				if !k.hand(fetched{partition: part, resetTo: pos}) {
+				if !k.hand(ctx, fetched{epoch: epoch, partition: part, resetTo: pos}) {
 					return
 				}
 			case errors.As(err, &e) && e.Code == CodeOffsetOutOfRange && k.cfg.reset != ResetNone:
@@ -329,10 +425,10 @@ func (k *Consumer) fetchLoop(part int, pos int64) {
 				if k.cfg.reset == ResetEarliest {
 					to = e.LogStartOffset
 				}
-				log.LogAttrs(k.ctx, slog.LevelWarn, "offset out of range; resetting",
+				log.LogAttrs(ctx, slog.LevelWarn, "offset out of range; resetting",
 					slog.Int64("offset", pos), slog.Int64("reset_to", to), slog.String("policy", k.cfg.reset.String()))
 				pos = to
-				if !k.hand(fetched{partition: part, resetTo: to}) {
+				if !k.hand(ctx, fetched{epoch: epoch, partition: part, resetTo: to}) {
 					return
 				}
 			case IsRetriable(err):
@@ -340,12 +436,12 @@ func (k *Consumer) fetchLoop(part int, pos int64) {
 					bo.hint = e.RetryAfter
 				}
 				wait := bo.NextBackOff()
-				log.LogAttrs(k.ctx, slog.LevelWarn, "fetch failed; retrying", slog.Duration("wait", wait), slog.String("err", err.Error()))
-				if !sleep(k.ctx, wait) {
+				log.LogAttrs(ctx, slog.LevelWarn, "fetch failed; retrying", slog.Duration("wait", wait), slog.String("err", err.Error()))
+				if !sleep(ctx, wait) {
 					return
 				}
 			default:
-				k.hand(fetched{partition: part, resetTo: -1, err: err})
+				k.hand(ctx, fetched{epoch: epoch, partition: part, resetTo: -1, err: err})
 				return
 			}
 			continue
@@ -355,12 +451,12 @@ func (k *Consumer) fetchLoop(part int, pos int64) {
 			if res.NextOffset > pos {
 				pos = res.NextOffset
 			}
-			if opt.Wait == 0 && !sleep(k.ctx, k.c.cfg.backoff.Initial) {
+			if opt.Wait == 0 && !sleep(ctx, k.c.cfg.backoff.Initial) {
 				return
 			}
 			continue
 		}
-		if !k.hand(fetched{partition: part, msgs: res.Messages, resetTo: -1}) {
+		if !k.hand(ctx, fetched{epoch: epoch, partition: part, msgs: res.Messages, resetTo: -1}) {
 			return
 		}
 		pos = res.NextOffset
@@ -368,11 +464,11 @@ func (k *Consumer) fetchLoop(part int, pos int64) {
 }
 
 // hand gives f to Poll; false if the consumer is closing.
-func (k *Consumer) hand(f fetched) bool {
+func (k *Consumer) hand(ctx context.Context, f fetched) bool {
 	select {
 	case k.batches <- f:
 		return true
-	case <-k.ctx.Done():
+	case <-ctx.Done():
 		return false
 	}
 }
@@ -412,18 +508,29 @@ func (k *Consumer) PollN(ctx context.Context, max int) ([]Message, error) {
 	if k.ctx.Err() != nil {
 		return nil, ErrClosed
 	}
+	if len(k.pending) > 0 {
+		k.mu.Lock()
+		if !k.owns(k.pending[0].Partition, k.pendEp) {
+			k.pending = nil // the partition went to another member
+		}
+		k.mu.Unlock()
+	}
 	for len(k.pending) == 0 {
 		select {
 		case f := <-k.batches:
+			k.mu.Lock()
+			owned := k.owns(f.partition, f.epoch)
+			if owned && f.resetTo >= 0 {
+				k.mu.pos[f.partition] = f.resetTo
+			}
+			k.mu.Unlock()
+			if !owned {
+				continue // from a fetcher stopped by a rebalance
+			}
 			if f.err != nil {
 				return nil, f.err
 			}
-			if f.resetTo >= 0 {
-				k.mu.Lock()
-				k.mu.pos[f.partition] = f.resetTo
-				k.mu.Unlock()
-			}
-			k.pending = f.msgs
+			k.pending, k.pendEp = f.msgs, f.epoch
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-k.ctx.Done():
@@ -438,13 +545,20 @@ func (k *Consumer) PollN(ctx context.Context, max int) ([]Message, error) {
 	k.pending = k.pending[n:]
 	last := out[n-1]
 	k.mu.Lock()
-	k.mu.pos[last.Partition] = last.Offset + 1
+	if k.owns(last.Partition, k.pendEp) {
+		k.mu.pos[last.Partition] = last.Offset + 1
+	}
 	k.mu.Unlock()
 	return out, nil
 }
 
-// Partitions are the partitions the consumer reads, sorted.
-func (k *Consumer) Partitions() []int { return slices.Clone(k.parts) }
+// Partitions are the partitions the consumer reads now, sorted (with
+// membership: its current assignment).
+func (k *Consumer) Partitions() []int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return slices.Clone(k.mu.parts)
+}
 
 // Position is the next offset Poll will return for partition p: the
 // offset after the last record returned (or the start).
@@ -472,28 +586,43 @@ func (k *Consumer) Commit(ctx context.Context) error {
 	if k.cfg.group == "" {
 		return ErrNoGroup
 	}
-	k.mu.Lock()
-	var offs []GroupOffset
-	for _, p := range k.parts {
-		pos := k.mu.pos[p]
-		if c, ok := k.mu.committed[p]; ok && c == pos {
-			continue
-		}
-		offs = append(offs, GroupOffset{Topic: k.topic, Partition: p, Offset: pos, Metadata: k.cfg.metadata})
+	if k.member != nil {
+		return k.commitAsMember(ctx)
 	}
-	k.mu.Unlock()
+	offs := k.changedOffsets()
 	if len(offs) == 0 {
 		return nil
 	}
 	if err := k.c.CommitGroupOffsets(ctx, k.cfg.group, offs); err != nil {
 		return err
 	}
-	k.mu.Lock()
-	for _, o := range offs {
-		k.mu.committed[o.Partition] = o.Offset
-	}
-	k.mu.Unlock()
+	k.markCommitted(offs)
 	return nil
+}
+
+// changedOffsets are the positions that moved since their last commit.
+func (k *Consumer) changedOffsets() []GroupOffset {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var offs []GroupOffset
+	for _, p := range k.mu.parts {
+		pos := k.mu.pos[p]
+		if c, ok := k.mu.committed[p]; ok && c == pos {
+			continue
+		}
+		offs = append(offs, GroupOffset{Topic: k.topic, Partition: p, Offset: pos, Metadata: k.cfg.metadata})
+	}
+	return offs
+}
+
+func (k *Consumer) markCommitted(offs []GroupOffset) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, o := range offs {
+		if _, ok := k.mu.fetchers[o.Partition]; ok {
+			k.mu.committed[o.Partition] = o.Offset
+		}
+	}
 }
 
 func (k *Consumer) autoCommitLoop() {
@@ -524,8 +653,12 @@ func (k *Consumer) Close(ctx context.Context) error {
 	k.mu.Unlock()
 	k.stop()
 	k.wg.Wait()
+	var err error
 	if k.cfg.autoCommit > 0 && k.cfg.group != "" {
-		return k.Commit(ctx)
+		err = k.Commit(ctx)
 	}
-	return nil
+	if k.member != nil {
+		err = errors.Join(err, k.leave(ctx))
+	}
+	return err
 }
