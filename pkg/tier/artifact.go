@@ -37,6 +37,16 @@
 //
 // Section CRCs are CRC-32C. The index and time index are adjacent, so one
 // ranged GET reads both.
+//
+// The log section is the .log file as the hot tier wrote it, in whichever
+// format version its file header names (package segment: version 1, or
+// version 2 with record headers and, for a create-time topic, timestamps
+// that may go back); the artifact format does not change with it. The
+// indexes are rebuilt by segment.Summarize: a time index entry holds the
+// largest timestamp up to its record. The footer's first timestamp is the
+// segment's smallest, its last timestamp the largest (the first and the
+// last where timestamps never go back): retention and offset-for-time skip
+// a segment whose largest timestamp is older than what they look for.
 package tier
 
 import (

@@ -261,9 +261,11 @@ func (r *Reader) OffsetForTime(ctx context.Context, e meta.CatalogEntry, ts int6
 	if err != nil {
 		return 0, 0, false, err
 	}
-	// Entry i of each index names the same record. After the last entry
-	// older than ts, the next entry (if any) is not older: the answer is
-	// between the two, or is that next entry's record.
+	// Entry i of each index names the same record, and a time entry holds
+	// the largest timestamp up to its record. Up to the last entry older
+	// than ts every record is older; the next entry (if any) is not: the
+	// answer is between the two, or is that next entry's record (whose
+	// timestamp is then the entry's, the first to reach ts).
 	pos, want, end := int64(segment.FileHeaderSize), e.Base, e.LogLen
 	next := 0
 	if te, ok := ix.times.Before(ts); ok {
