@@ -55,7 +55,10 @@ Where to start (-o, --offset):
                        epoch, or RFC 3339); also --timestamp T
   --group G            resume from G's committed offsets unless -o says
                        otherwise, and commit the position after each printed
-                       batch and on exit
+                       batch and on exit. Without --partition the consumer
+                       joins G: consumers of one group split the partitions,
+                       and a partition moved to another keeps going from
+                       its committed offset
 Without any of them consumption starts at the earliest offset.
 
 When to stop:

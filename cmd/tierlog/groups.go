@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -12,10 +15,13 @@ import (
 )
 
 func newGroupsCmd() *cobra.Command {
-	return groupCmd("groups", "Commit and show consumer-group offsets",
+	return groupCmd("groups", "List, describe, delete and reset consumer groups; commit and show offsets",
 		`Consumer groups are named sets of committed offsets: for each partition, the
-next offset the group will consume (Kafka's convention). 'tierlog consume
---group G' resumes from them and commits to them.`,
+next offset the group will consume (Kafka's convention), and a membership:
+'tierlog consume --group G' joins G, reads only the partitions the group
+assigns it (several consumers of one group split a topic's partitions),
+resumes from the committed offsets and commits to them.`,
+		newGroupsListCmd(), newGroupsDescribeCmd(), newGroupsDeleteCmd(), newGroupsResetCmd(),
 		newGroupsCommitCmd(), newGroupsShowCmd())
 }
 
@@ -171,4 +177,240 @@ func partitionsOf(ctx context.Context, cl *tlclient.Client, topic string, given 
 		ps[i] = i
 	}
 	return ps, nil
+}
+
+func newGroupsListCmd() *cobra.Command {
+	var (
+		cf     clientFlags
+		format string
+	)
+	c := &cobra.Command{
+		Use:   "list",
+		Short: "List consumer groups with their live members",
+		Args:  checkArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := outputFormat(format); err != nil {
+				return err
+			}
+			cl, err := cf.newClient()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := requestContext(cmd.Context())
+			defer cancel()
+			gs, err := cl.Groups(ctx)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if format == "json" {
+				for _, g := range gs {
+					if err := writeJSONLine(w, g); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "GROUP\tMEMBERS")
+			for _, g := range gs {
+				fmt.Fprintf(tw, "%s\t%d\n", g.Group, g.Members)
+			}
+			return tw.Flush()
+		},
+	}
+	addClientFlags(c, &cf, retried)
+	c.Flags().StringVar(&format, "format", "plain", "output format: plain or json")
+	return c
+}
+
+func newGroupsDescribeCmd() *cobra.Command {
+	var (
+		cf     clientFlags
+		format string
+	)
+	c := &cobra.Command{
+		Use:   "describe GROUP",
+		Short: "Show a group's members, their assignments, and its offsets with lag",
+		Args:  checkArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := outputFormat(format); err != nil {
+				return err
+			}
+			cl, err := cf.newClient()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := requestContext(cmd.Context())
+			defer cancel()
+			d, err := cl.DescribeGroup(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			var offs []tlclient.GroupOffset
+			for _, topic := range d.OffsetTopics {
+				gos, err := cl.GroupOffsets(ctx, d.Group, topic)
+				if err != nil && !isTopicNotFound(err) {
+					return err
+				}
+				offs = append(offs, gos...)
+			}
+			w := cmd.OutOrStdout()
+			if format == "json" {
+				return writeJSONLine(w, struct {
+					tlclient.GroupDescription
+					Offsets []tlclient.GroupOffset `json:"offsets"`
+				}{d, offs})
+			}
+			fmt.Fprintf(w, "group %s, generation %d, %d members\n", d.Group, d.Generation, len(d.Members))
+			if len(d.Members) > 0 {
+				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "MEMBER\tSESSION_MS\tEXPIRES\tASSIGNMENTS")
+				for _, m := range d.Members {
+					var as []string
+					for _, a := range m.Assignments {
+						as = append(as, fmt.Sprintf("%s:%s", a.Topic, joinInts(a.Partitions)))
+					}
+					fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", m.MemberID, m.SessionTimeoutMs, time.UnixMilli(m.ExpiresMs).UTC().Format(time.RFC3339), strings.Join(as, " "))
+				}
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+			}
+			fmt.Fprintln(w)
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "TOPIC\tPARTITION\tOFFSET\tLAG")
+			for _, o := range offs {
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\n", o.Topic, o.Partition, o.Offset, o.Lag)
+			}
+			return tw.Flush()
+		},
+	}
+	addClientFlags(c, &cf, retried)
+	c.Flags().StringVar(&format, "format", "plain", "output format: plain or json")
+	return c
+}
+
+func isTopicNotFound(err error) bool {
+	var e *tlclient.Error
+	return errors.As(err, &e) && e.Code == tlclient.CodeTopicNotFound
+}
+
+func joinInts(ps []int) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = strconv.Itoa(p)
+	}
+	return strings.Join(s, ",")
+}
+
+func newGroupsDeleteCmd() *cobra.Command {
+	var cf clientFlags
+	c := &cobra.Command{
+		Use:   "delete GROUP",
+		Short: "Delete a group: its committed offsets and its membership",
+		Long: `Delete a group: every committed offset and its membership. Members still
+running find themselves unknown at their next heartbeat and join again.`,
+		Args: checkArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := cf.newClient()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := requestContext(cmd.Context())
+			defer cancel()
+			return cl.DeleteGroup(ctx, args[0])
+		},
+	}
+	addClientFlags(c, &cf, retried)
+	return c
+}
+
+func newGroupsResetCmd() *cobra.Command {
+	var (
+		cf         clientFlags
+		topic      string
+		to         string
+		timestamp  string
+		partitions []int
+		format     string
+	)
+	c := &cobra.Command{
+		Use:   "reset GROUP --topic T (--to earliest|latest|N | --timestamp T) [--partitions 0,2]",
+		Short: "Move a group's committed offsets of a topic",
+		Long: `Move a group's committed offsets of a topic (all partitions, or --partitions):
+to the log start (earliest), the high watermark (latest), an offset N (it must
+lie between the two), or the first record at or after a time (--timestamp, ms
+since the epoch or RFC 3339). Refused while the group has members: stop its
+consumers first. Prints the offsets as 'groups show' does.`,
+		Example: `  tierlog groups reset billing --topic orders --to earliest
+  tierlog groups reset billing --topic orders --to 42 --partitions 0
+  tierlog groups reset billing --topic orders --timestamp 2026-01-02T15:04:05Z`,
+		Args: checkArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requireFlag(cmd, "topic", topic); err != nil {
+				return err
+			}
+			if err := outputFormat(format); err != nil {
+				return err
+			}
+			fl := cmd.Flags()
+			if fl.Changed("to") == fl.Changed("timestamp") {
+				return usagef("give one of --to and --timestamp (see '%s --help')", cmd.CommandPath())
+			}
+			var r tlclient.Reset
+			if fl.Changed("partitions") {
+				r.Partitions = partitions
+			}
+			switch {
+			case fl.Changed("timestamp"):
+				ts, err := parseTimestamp(timestamp)
+				if err != nil {
+					return usagef("--timestamp: %v", err)
+				}
+				r.Timestamp = &ts
+			case to == "earliest" || to == "latest":
+				r.To = to
+			default:
+				n, err := strconv.ParseInt(to, 10, 64)
+				if err != nil || n < 0 {
+					return usagef("--to %q: want earliest, latest or a non-negative offset", to)
+				}
+				r.Offset = &n
+			}
+			cl, err := cf.newClient()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := requestContext(cmd.Context())
+			defer cancel()
+			gos, err := cl.ResetGroupOffsets(ctx, args[0], topic, r)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if format == "json" {
+				for _, g := range gos {
+					if err := writeJSONLine(w, g); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "PARTITION\tOFFSET\tLAG")
+			for _, g := range gos {
+				fmt.Fprintf(tw, "%d\t%d\t%d\n", g.Partition, g.Offset, g.Lag)
+			}
+			return tw.Flush()
+		},
+	}
+	addClientFlags(c, &cf, retried)
+	f := c.Flags()
+	f.StringVarP(&topic, "topic", "t", "", "topic (required)")
+	f.StringVar(&to, "to", "", "earliest, latest or an offset")
+	f.StringVar(&timestamp, "timestamp", "", "the first record at or after this time: ms since the epoch or RFC 3339")
+	f.IntSliceVar(&partitions, "partitions", nil, "partitions to reset (default all)")
+	f.StringVar(&format, "format", "plain", "output format: plain or json")
+	return c
 }

@@ -13,9 +13,9 @@ import (
 )
 
 func newTopicsCmd() *cobra.Command {
-	return groupCmd("topics", "Create, list, describe and delete topics",
+	return groupCmd("topics", "Create, list, describe, alter and delete topics",
 		`Manage topics on a tierlog server.`,
-		newTopicsCreateCmd(), newTopicsListCmd(), newTopicsDescribeCmd(), newTopicsDeleteCmd())
+		newTopicsCreateCmd(), newTopicsListCmd(), newTopicsDescribeCmd(), newTopicsAlterCmd(), newTopicsDeleteCmd())
 }
 
 func newTopicsCreateCmd() *cobra.Command {
@@ -27,6 +27,7 @@ func newTopicsCreateCmd() *cobra.Command {
 
 		cacheEnabled bool
 		readAhead    int
+		tsType       string
 	)
 	c := &cobra.Command{
 		Use:   "create NAME",
@@ -41,6 +42,10 @@ docs/api-extensions.md: with the cache on, the fetching process caches cold
 segments' indexes and a cold fetch loads its segment whole plus the next N;
 --cache-enabled=false or --read-ahead-segments 0 reads only the index and the
 window asked for.
+
+--timestamp-type create makes records carry the producer's timestamp (a
+record without one gets the server's clock); append, the default, stamps each
+record with the server's clock. It cannot be changed later.
 
 The request is sent once (a retry could answer topic_exists for a create
 that worked), so there is no --retry-timeout.`,
@@ -80,6 +85,19 @@ that worked), so there is no --retry-timeout.`,
 			}
 			ctx, cancel := requestContext(cmd.Context())
 			defer cancel()
+			if cmd.Flags().Changed("timestamp-type") {
+				if tsType != broker.TimestampAppend && tsType != broker.TimestampCreate {
+					return usagef("--timestamp-type %q: want %s or %s", tsType, broker.TimestampAppend, broker.TimestampCreate)
+				}
+				t, err := cl.CreateTopicTimestamped(ctx, spec, tsType)
+				if err != nil {
+					return err
+				}
+				if format == "json" {
+					return writeJSONLine(cmd.OutOrStdout(), t)
+				}
+				return printTopics(cmd.OutOrStdout(), format, []tlclient.Topic{t.Topic})
+			}
 			t, err := cl.CreateTopic(ctx, spec)
 			if err != nil {
 				return err
@@ -100,6 +118,97 @@ that worked), so there is no --retry-timeout.`,
 		f.Int64Var(nums[n.name], n.name, 0, n.help)
 	}
 	f.StringVar(&spec.CleanupPolicy, "cleanup-policy", "", "cleanup policy (default delete)")
+	f.BoolVar(&cacheEnabled, "cache-enabled", true, "cache cold-tier indexes and read-ahead segments in the fetching process")
+	f.IntVar(&readAhead, "read-ahead-segments", 1, "with the cache on, segments a cold fetch reads ahead, 0 to 16")
+	f.StringVar(&tsType, "timestamp-type", broker.TimestampAppend, "record timestamps: append (the server's clock) or create (the producer's)")
+	f.StringVar(&format, "format", "plain", "output format: plain or json")
+	return c
+}
+
+func newTopicsAlterCmd() *cobra.Command {
+	var (
+		cf           clientFlags
+		patch        tlclient.TopicPatch
+		format       string
+		partitions   int
+		nums         = map[string]*int64{}
+		cacheEnabled bool
+		readAhead    int
+	)
+	c := &cobra.Command{
+		Use:   "alter NAME [--partitions N] [--retention-ms MS] [--retention-bytes B] [--segment-bytes B] [--segment-ms MS] [--cache-enabled=BOOL] [--read-ahead-segments N]",
+		Short: "Change a topic's settings or add partitions",
+		Long: `Change a topic's settings; the flags not given stay as they are. The topic is
+printed as stored.
+
+--partitions may only grow. As in Kafka, keyed records are routed by a hash of
+the key over the partition count, so after growing, a key may go to another
+partition than before: records of one key are then in order per partition,
+not across the change. Other servers and Lambda containers see the new count
+within 5 seconds. --segment-bytes and --segment-ms apply to a partition the
+next time a server opens it.`,
+		Example: `  tierlog topics alter orders --partitions 6
+  tierlog topics alter audit --retention-ms 86400000`,
+		Args: checkArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := outputFormat(format); err != nil {
+				return err
+			}
+			fl := cmd.Flags()
+			for name, p := range map[string]**int64{
+				"retention-ms": &patch.RetentionMs, "retention-bytes": &patch.RetentionBytes,
+				"segment-bytes": &patch.SegmentBytes, "segment-ms": &patch.SegmentMs,
+			} {
+				if fl.Changed(name) {
+					*p = nums[name]
+				}
+			}
+			if fl.Changed("partitions") {
+				if partitions < 1 {
+					return usagef("--partitions %d: want at least 1", partitions)
+				}
+				patch.Partitions = &partitions
+			}
+			if fl.Changed("cache-enabled") {
+				patch.CacheEnabled = &cacheEnabled
+			}
+			if fl.Changed("read-ahead-segments") {
+				if readAhead < 0 || readAhead > broker.MaxReadAhead {
+					return usagef("--read-ahead-segments %d: want 0 to %d", readAhead, broker.MaxReadAhead)
+				}
+				patch.ReadAheadSegments = &readAhead
+			}
+			if patch == (tlclient.TopicPatch{}) {
+				return usagef("nothing to change: give at least one setting (see '%s --help')", cmd.CommandPath())
+			}
+			cl, err := cf.newClient()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := requestContext(cmd.Context())
+			defer cancel()
+			t, err := cl.UpdateTopic(ctx, args[0], patch)
+			if err != nil {
+				return err
+			}
+			if format == "json" {
+				return writeJSONLine(cmd.OutOrStdout(), t)
+			}
+			return printTopics(cmd.OutOrStdout(), format, []tlclient.Topic{t.Topic})
+		},
+	}
+	addClientFlags(c, &cf, retried)
+	f := c.Flags()
+	f.IntVar(&partitions, "partitions", 0, "grow to this many partitions")
+	for _, n := range []struct{ name, help string }{
+		{"retention-ms", "keep records this many milliseconds, -1 forever"},
+		{"retention-bytes", "keep at most this many bytes per partition, -1 unlimited"},
+		{"segment-bytes", "roll segments at this size, 4 KiB to 1 GiB"},
+		{"segment-ms", "roll segments after this many milliseconds"},
+	} {
+		nums[n.name] = new(int64)
+		f.Int64Var(nums[n.name], n.name, 0, n.help)
+	}
 	f.BoolVar(&cacheEnabled, "cache-enabled", true, "cache cold-tier indexes and read-ahead segments in the fetching process")
 	f.IntVar(&readAhead, "read-ahead-segments", 1, "with the cache on, segments a cold fetch reads ahead, 0 to 16")
 	f.StringVar(&format, "format", "plain", "output format: plain or json")
