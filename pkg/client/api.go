@@ -23,6 +23,9 @@ type Topic struct {
 	// segments a cold fetch reads ahead with the cache on (0 to 16).
 	CacheEnabled      bool `json:"cache_enabled"`
 	ReadAheadSegments int  `json:"read_ahead_segments"`
+	// TimestampType is "append" (the server's clock) or "create" (the
+	// producer's Record.Timestamp, the clock where a record has none).
+	TimestampType string `json:"timestamp_type"`
 }
 
 // TopicSpec is a create-topic request. Zero Partitions, nil pointers and an
@@ -38,6 +41,9 @@ type TopicSpec struct {
 	CleanupPolicy     string
 	CacheEnabled      *bool
 	ReadAheadSegments *int
+	// TimestampType is "append" or "create"; empty takes the server's
+	// default (append).
+	TimestampType string
 }
 
 // Int64 returns a pointer to v, for TopicSpec's optional numbers.
@@ -143,6 +149,9 @@ func (c *Client) CreateTopic(ctx context.Context, spec TopicSpec) (Topic, error)
 	if spec.ReadAheadSegments != nil {
 		body["read_ahead_segments"] = *spec.ReadAheadSegments
 	}
+	if spec.TimestampType != "" {
+		body["timestamp_type"] = spec.TimestampType
+	}
 	res, err := c.sendJSON(ctx, "POST", "/v1/topics", body, false)
 	if err != nil {
 		return Topic{}, err
@@ -247,13 +256,16 @@ type FetchResult struct {
 }
 
 // Message is a consumed record. A nil Key means no key; a nil Value is a
-// tombstone.
+// tombstone. Timestamp is the record's: the server's clock at append, or
+// on a create-time topic the producer's.
 type Message struct {
 	Partition int
 	Offset    int64
 	Timestamp int64
 	Key       []byte
 	Value     []byte
+	// Headers in the order they were produced; nil when it has none.
+	Headers []Header
 }
 
 // Time is the record's timestamp as a time.Time.

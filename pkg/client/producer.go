@@ -220,12 +220,13 @@ func (p *Producer) route(rec *Record) (int, error) {
 
 // Send queues rec and returns its Future. It blocks while the producer
 // holds its maximum of unacknowledged records, until ctx ends. It fails
-// at once for a record over 1 MiB, a partition out of range, or a closed
+// at once for a record over 1 MiB (key, value and headers), bad headers
+// or timestamp (Record), a partition out of range, or a closed
 // producer.
 func (p *Producer) Send(ctx context.Context, rec Record) (Future, error) {
-	size := len(rec.Key) + len(rec.Value)
-	if size > MaxRecordBytes {
-		return Future{}, fmt.Errorf("%w: record has %d bytes of key and value, at most %d", ErrTooLarge, size, MaxRecordBytes)
+	size := rec.Size()
+	if err := rec.check(-1); err != nil {
+		return Future{}, err
 	}
 	part, err := p.route(&rec)
 	if err != nil {
@@ -394,7 +395,7 @@ func (p *Producer) sendRange(ctx context.Context, part int, b *batch, lo, hi int
 	recs := make([]Record, hi-lo)
 	for i := range recs {
 		r := b.recs[lo+i]
-		recs[i] = Record{Key: r.Key, Value: r.Value}
+		recs[i] = Record{Key: r.Key, Value: r.Value, Headers: r.Headers, Timestamp: r.Timestamp}
 	}
 	fail := func(err error) {
 		for i := lo; i < hi; i++ {

@@ -22,14 +22,72 @@ import (
 // tombstone; empty non-nil slices stay empty. Partition pins the record to
 // a partition; nil lets the key choose (Kafka's murmur2) or, without a
 // key, round-robin.
+//
+// Headers travel with the record in order (keys may repeat; at most
+// MaxHeaders, each key 1 to MaxHeaderKeyBytes bytes of UTF-8; keys and
+// values count in MaxRecordBytes). Timestamp, if not the zero time, is the
+// record's event time (milliseconds are kept; not before 1970): on a topic
+// with timestamp type "create" it is the record's timestamp, on an
+// append-time topic the server refuses it (400). The zero time means the
+// server's clock.
 type Record struct {
 	Key       []byte
 	Value     []byte
 	Partition *int
+	Headers   []Header
+	Timestamp time.Time
 }
 
 // Partition returns a pointer to p, for Record.Partition.
 func Partition(p int) *int { return &p }
+
+// Header is a record header, as in Kafka. A nil Value is a null header
+// value; an empty non-nil one stays empty.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// Limits of record headers (API.md).
+const (
+	MaxHeaders        = 64
+	MaxHeaderKeyBytes = 256
+)
+
+// Size is what the record counts against MaxRecordBytes: key, value,
+// and header keys and values.
+func (r *Record) Size() int {
+	n := len(r.Key) + len(r.Value)
+	for i := range r.Headers {
+		n += len(r.Headers[i].Key) + len(r.Headers[i].Value)
+	}
+	return n
+}
+
+// check refuses, before anything is sent, what the server would refuse
+// in record i (i < 0: the record of a Producer.Send): size
+// (ErrTooLarge), headers, a timestamp before 1970.
+func (r *Record) check(i int) error {
+	what := "record"
+	if i >= 0 {
+		what = "record " + strconv.Itoa(i)
+	}
+	if n := r.Size(); n > MaxRecordBytes {
+		return fmt.Errorf("%w: %s has %d bytes of key, value and headers, at most %d", ErrTooLarge, what, n, MaxRecordBytes)
+	}
+	if len(r.Headers) > MaxHeaders {
+		return fmt.Errorf("client: %s has %d headers, at most %d", what, len(r.Headers), MaxHeaders)
+	}
+	for j, h := range r.Headers {
+		if len(h.Key) == 0 || len(h.Key) > MaxHeaderKeyBytes || !utf8.ValidString(h.Key) {
+			return fmt.Errorf("client: %s header %d: key of %d bytes: want 1 to %d bytes of UTF-8", what, j, len(h.Key), MaxHeaderKeyBytes)
+		}
+	}
+	if !r.Timestamp.IsZero() && r.Timestamp.UnixMilli() < 0 {
+		return fmt.Errorf("client: %s: timestamp %v is before 1970", what, r.Timestamp)
+	}
+	return nil
+}
 
 // Result is the outcome of one produced record. Err is set (and Offset is
 // -1) when the record was not appended. Replayed is true when the server
@@ -270,8 +328,8 @@ func encodeProduce(f Format, recs []Record, perRecord bool) ([]byte, error) {
 	}
 	for i := range recs {
 		r := &recs[i]
-		if n := len(r.Key) + len(r.Value); n > MaxRecordBytes {
-			return nil, fmt.Errorf("%w: record %d has %d bytes of key and value, at most %d", ErrTooLarge, i, n, MaxRecordBytes)
+		if err := r.check(i); err != nil {
+			return nil, err
 		}
 		if r.Partition != nil && (!perRecord || *r.Partition < 0) {
 			if !perRecord {
@@ -310,7 +368,7 @@ func encodeProduce(f Format, recs []Record, perRecord bool) ([]byte, error) {
 func produceSize(recs []Record, f Format) int {
 	n := 0
 	for i := range recs {
-		n += len(recs[i].Key) + len(recs[i].Value)
+		n += recs[i].Size() + 40*len(recs[i].Headers)
 	}
 	if f == Binary {
 		return wire.ProduceRequestSize(len(recs), n)
@@ -320,13 +378,19 @@ func produceSize(recs []Record, f Format) int {
 
 // appendJSONProduce writes API.md's produce body by hand: encoding/json
 // would replace invalid UTF-8 with U+FFFD. Text that is all valid UTF-8
-// goes as utf8 strings, anything else makes the whole body base64.
+// goes as utf8 strings, anything else makes the whole body base64 (header
+// keys are always strings).
 func appendJSONProduce(dst []byte, recs []Record) []byte {
 	b64 := false
 	for i := range recs {
 		if !utf8.Valid(recs[i].Key) || !utf8.Valid(recs[i].Value) {
 			b64 = true
 			break
+		}
+		for _, h := range recs[i].Headers {
+			if !utf8.Valid(h.Value) {
+				b64 = true
+			}
 		}
 	}
 	str := appendJSONString
@@ -356,6 +420,28 @@ func appendJSONProduce(dst []byte, recs []Record) []byte {
 		if r.Partition != nil {
 			dst = append(dst, `,"partition":`...)
 			dst = strconv.AppendInt(dst, int64(*r.Partition), 10)
+		}
+		if len(r.Headers) > 0 {
+			dst = append(dst, `,"headers":[`...)
+			for j, h := range r.Headers {
+				if j > 0 {
+					dst = append(dst, ',')
+				}
+				dst = append(dst, `{"key":`...)
+				dst = appendJSONString(dst, []byte(h.Key))
+				dst = append(dst, `,"value":`...)
+				if h.Value == nil {
+					dst = append(dst, "null"...)
+				} else {
+					dst = str(dst, h.Value)
+				}
+				dst = append(dst, '}')
+			}
+			dst = append(dst, ']')
+		}
+		if !r.Timestamp.IsZero() {
+			dst = append(dst, `,"timestamp":`...)
+			dst = strconv.AppendInt(dst, r.Timestamp.UnixMilli(), 10)
 		}
 		dst = append(dst, '}')
 	}
@@ -517,34 +603,69 @@ func decodeFetch(res *response, partition int, op string) (*FetchResult, error) 
 		return out, nil
 	}
 	var body struct {
-		Records []struct {
-			Offset        int64   `json:"offset"`
-			Timestamp     int64   `json:"timestamp"`
-			Key           *string `json:"key"`
-			KeyEncoding   string  `json:"key_encoding"`
-			Value         *string `json:"value"`
-			ValueEncoding string  `json:"value_encoding"`
-		} `json:"records"`
-		NextOffset     int64 `json:"next_offset"`
-		HighWatermark  int64 `json:"high_watermark"`
-		LogStartOffset int64 `json:"log_start_offset"`
+		Records        []recordJSON `json:"records"`
+		NextOffset     int64        `json:"next_offset"`
+		HighWatermark  int64        `json:"high_watermark"`
+		LogStartOffset int64        `json:"log_start_offset"`
 	}
 	if err := decodeJSON(res.body, &body, op); err != nil {
 		return nil, err
 	}
 	out := &FetchResult{NextOffset: body.NextOffset, HighWatermark: body.HighWatermark, LogStartOffset: body.LogStartOffset, Messages: make([]Message, len(body.Records))}
-	for i, r := range body.Records {
-		m := Message{Partition: partition, Offset: r.Offset, Timestamp: r.Timestamp}
-		var err error
-		if m.Key, err = fieldBytes(r.Key, r.KeyEncoding); err != nil {
-			return nil, fmt.Errorf("client: %s: record %d key: %w", op, r.Offset, err)
-		}
-		if m.Value, err = fieldBytes(r.Value, r.ValueEncoding); err != nil {
-			return nil, fmt.Errorf("client: %s: record %d value: %w", op, r.Offset, err)
+	for i := range body.Records {
+		r := &body.Records[i]
+		m, err := r.message(partition)
+		if err != nil {
+			return nil, fmt.Errorf("client: %s: record %d %w", op, r.Offset, err)
 		}
 		out.Messages[i] = m
 	}
 	return out, nil
+}
+
+// recordJSON is a fetched record as a utf8-mode fetch answer (or a
+// stream's record event) holds it.
+type recordJSON struct {
+	Offset        int64        `json:"offset"`
+	Timestamp     int64        `json:"timestamp"`
+	Key           *string      `json:"key"`
+	KeyEncoding   string       `json:"key_encoding"`
+	Value         *string      `json:"value"`
+	ValueEncoding string       `json:"value_encoding"`
+	Headers       []headerJSON `json:"headers"`
+}
+
+type headerJSON struct {
+	Key           string  `json:"key"`
+	KeyEncoding   string  `json:"key_encoding"`
+	Value         *string `json:"value"`
+	ValueEncoding string  `json:"value_encoding"`
+}
+
+// message turns r back into its bytes; an error names the field.
+func (r *recordJSON) message(partition int) (Message, error) {
+	m := Message{Partition: partition, Offset: r.Offset, Timestamp: r.Timestamp}
+	var err error
+	if m.Key, err = fieldBytes(r.Key, r.KeyEncoding); err != nil {
+		return Message{}, fmt.Errorf("key: %w", err)
+	}
+	if m.Value, err = fieldBytes(r.Value, r.ValueEncoding); err != nil {
+		return Message{}, fmt.Errorf("value: %w", err)
+	}
+	if len(r.Headers) > 0 {
+		m.Headers = make([]Header, len(r.Headers))
+		for j, h := range r.Headers {
+			k, err := fieldBytes(&h.Key, h.KeyEncoding)
+			if err != nil {
+				return Message{}, fmt.Errorf("header %d key: %w", j, err)
+			}
+			m.Headers[j].Key = string(k)
+			if m.Headers[j].Value, err = fieldBytes(h.Value, h.ValueEncoding); err != nil {
+				return Message{}, fmt.Errorf("header %d value: %w", j, err)
+			}
+		}
+	}
+	return m, nil
 }
 
 // fieldBytes turns a utf8-mode key or value back into its bytes: null is

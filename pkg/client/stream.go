@@ -333,12 +333,8 @@ func streamError(data []byte) *Error {
 // fetch answer's records array holds it.
 func decodeStreamRecord(data []byte, partition int) (Message, error) {
 	var r struct {
-		Offset        *int64  `json:"offset"`
-		Timestamp     int64   `json:"timestamp"`
-		Key           *string `json:"key"`
-		KeyEncoding   string  `json:"key_encoding"`
-		Value         *string `json:"value"`
-		ValueEncoding string  `json:"value_encoding"`
+		Offset *int64 `json:"offset"`
+		recordJSON
 	}
 	if err := json.Unmarshal(data, &r); err != nil {
 		return Message{}, err
@@ -346,15 +342,8 @@ func decodeStreamRecord(data []byte, partition int) (Message, error) {
 	if r.Offset == nil {
 		return Message{}, errors.New("record without an offset")
 	}
-	m := Message{Partition: partition, Offset: *r.Offset, Timestamp: r.Timestamp}
-	var err error
-	if m.Key, err = fieldBytes(r.Key, r.KeyEncoding); err != nil {
-		return Message{}, fmt.Errorf("key: %w", err)
-	}
-	if m.Value, err = fieldBytes(r.Value, r.ValueEncoding); err != nil {
-		return Message{}, fmt.Errorf("value: %w", err)
-	}
-	return m, nil
+	r.recordJSON.Offset = *r.Offset
+	return r.recordJSON.message(partition)
 }
 
 // reconnect opens a new connection after the last one dropped, retried
