@@ -123,7 +123,7 @@ func (w *World) partCfg(a *Actor, cli *Client, pm *part, owner string, hold bool
 		IndexIntervalBytes: w.idxB, FS: cli, Now: a.Now,
 		Logger: slog.New(slog.DiscardHandler),
 		Sleep:  w.sleeper(a), Rand: w.rand64, BusyWait: w.busyWait,
-		Checkpoint: w.ckpt,
+		Checkpoint: w.ckpt, CreateTime: w.createTime,
 	}
 	return cfg
 }
@@ -215,7 +215,7 @@ func retryable(err error) bool {
 // committed before its topic item was deleted (audit finding 3: an
 // acknowledged write is readable under the topic name, unless the topic
 // was deleted after it).
-func (w *World) acked(a *Actor, p int, id string, vals []string, app partition.Appended) {
+func (w *World) acked(a *Actor, p int, id string, vals []string, recs []partition.Record, app partition.Appended) {
 	if len(w.parts) == 0 || w.topic.ID != id {
 		at, ok := w.gone[id]
 		lc := w.net.lastCommit[a]
@@ -229,6 +229,9 @@ func (w *World) acked(a *Actor, p int, id string, vals []string, app partition.A
 	for i, v := range vals {
 		off := app.BaseOffset + int64(i)
 		r := rec{value: v, ts: app.Timestamp}
+		if recs[i].HasTimestamp {
+			r.ts = recs[i].Timestamp // the producer's, on a create-time topic
+		}
 		if old, ok := pm.acked[off]; ok && old == r && app.Replayed {
 			continue // a replayed answer, the same as the first
 		} else if ok {
@@ -307,7 +310,7 @@ func (w *World) checkRecords(pm *part, offset int64, recs []segRecord, who strin
 		if i > 0 && r.Offset != recs[i-1].Offset+1 {
 			w.fail(fmt.Errorf("I1: %d: %s read from %d: offset %d after %d", pm.p, who, offset, r.Offset, recs[i-1].Offset))
 		}
-		if err := w.sawRecord(pm, r.Offset, string(r.Value), r.Timestamp, who); err != nil {
+		if err := w.sawRecord(pm, r.Offset, &recs[i], who); err != nil {
 			w.fail(err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tierlog/tierlog/pkg/broker"
 	"github.com/tierlog/tierlog/pkg/partition"
+	"github.com/tierlog/tierlog/pkg/segment"
 )
 
 // Keyed, retried and conditional batches (DESIGN.md 4a: I7 at most once,
@@ -82,7 +83,10 @@ type valRef struct {
 func batchHash(recs []partition.Record) [16]byte {
 	h := fnv.New128a()
 	for _, r := range recs {
-		fmt.Fprintf(h, "%d:%s;%d:%s;", len(r.Key), r.Key, len(r.Value), r.Value)
+		fmt.Fprintf(h, "%d:%s;%d:%s;%v:%d;", len(r.Key), r.Key, len(r.Value), r.Value, r.HasTimestamp, r.Timestamp)
+		for _, hd := range r.Headers {
+			fmt.Fprintf(h, "%d:%s;%d:%s;", len(hd.Key), hd.Key, len(hd.Value), hd.Value)
+		}
 	}
 	var out [16]byte
 	copy(out[:], h.Sum(nil))
@@ -118,8 +122,42 @@ func (w *World) makeRecords(a *Actor, prefix string, n, padTo int) ([]partition.
 		if padTo == 0 && w.s.rng.IntN(2) == 0 {
 			recs[i].Key = []byte(a.Name)
 		}
+		recs[i].Headers = w.simHeaders(vals[i])
+		if w.createTime && w.s.rng.IntN(4) != 0 {
+			// The producer's clock: behind, often by more than the
+			// records before it.
+			recs[i].Timestamp = max(0, a.Now().UnixMilli()-w.s.rng.Int64N(3000))
+			recs[i].HasTimestamp = true
+			w.prodTS[vals[i]] = recs[i].Timestamp
+		}
 	}
 	return recs, vals
+}
+
+// simHeaders are the headers a record with value v is sent with (none
+// unless the seed's records carry headers): derived from the value, so
+// every read can be checked against it.
+func (w *World) simHeaders(v string) []segment.Header {
+	if !w.headers || len(v)%3 == 0 {
+		return nil
+	}
+	hs := []segment.Header{{Key: "src", Value: []byte(v[:min(len(v), 12)])}}
+	if len(v)%3 == 2 {
+		hs = append(hs, segment.Header{Key: "null"}, segment.Header{Key: "src", Value: []byte{}})
+	}
+	return hs
+}
+
+func sameHeaders(a, b []segment.Header) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Key != b[i].Key || (a[i].Value == nil) != (b[i].Value == nil) || string(a[i].Value) != string(b[i].Value) {
+			return false
+		}
+	}
+	return true
 }
 
 // lastSeen is the high watermark client a last saw for partition p.
@@ -275,7 +313,7 @@ func (w *World) batchAcked(a *Actor, b *batch, try int, id string, app partition
 	}
 	w.sawHW(a, b.p, app.BaseOffset+int64(len(b.recs)))
 	if len(w.parts) == 0 || w.topic.ID != id {
-		w.acked(a, b.p, id, b.vals, app)
+		w.acked(a, b.p, id, b.vals, b.recs, app)
 		return
 	}
 	pm := w.parts[b.p]
@@ -287,7 +325,7 @@ func (w *World) batchAcked(a *Actor, b *batch, try int, id string, app partition
 	if b.reuse == nil {
 		w.okBatches = append(w.okBatches, b)
 	}
-	w.acked(a, b.p, id, b.vals, app)
+	w.acked(a, b.p, id, b.vals, b.recs, app)
 }
 
 // batchRefused checks a definite refusal of keyed batch b.
@@ -365,7 +403,7 @@ func (w *World) producePlain(a *Actor, p, n, padTo int, do doFunc) {
 				w.fail(fmt.Errorf("I8: %s's batch b%d.%d to %d has no key and was answered Replayed (offset %d)", a.Name, bn, try, p, app.BaseOffset))
 			}
 			w.sawHW(a, p, app.BaseOffset+int64(n))
-			w.acked(a, p, id, vals, app)
+			w.acked(a, p, id, vals, recs, app)
 			return
 		}
 		a.note("APPEND b%d.%d failed: %v", bn, try, err)

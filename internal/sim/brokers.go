@@ -45,7 +45,7 @@ func (w *World) brokerBody(a *Actor, release bool) {
 	do := func(at attempt) (partition.Appended, string, error) {
 		in := make([]broker.ProduceRecord, len(at.recs))
 		for i, r := range at.recs {
-			in[i] = broker.ProduceRecord{Key: r.Key, Value: r.Value, Partition: at.p}
+			in[i] = broker.ProduceRecord{Key: r.Key, Value: r.Value, Partition: at.p, Headers: r.Headers, Timestamp: r.Timestamp, HasTimestamp: r.HasTimestamp}
 		}
 		o := broker.ProduceOptions{IdempotencyKey: at.key}
 		if at.expected >= 0 {
@@ -70,9 +70,19 @@ func (w *World) brokerBody(a *Actor, release bool) {
 			w.fail(fmt.Errorf("I8: %s: produce of %d records to %d answered %d results", a.Name, len(in), at.p, len(out.Results)))
 			return partition.Appended{}, "", fmt.Errorf("%w: bad answer", broker.ErrUnavailable)
 		}
+		// One batch: dense offsets, one server timestamp for the records
+		// without their own; those with one (create time) answered theirs.
+		serverTS := int64(-1)
 		for i, r := range out.Results {
-			if r.Offset != out.Results[0].Offset+int64(i) || r.Timestamp != out.Results[0].Timestamp {
-				w.fail(fmt.Errorf("I8: %s: produce to %d answered record %d at offset %d ts %d, record 0 at %d ts %d: not one batch", a.Name, at.p, i, r.Offset, r.Timestamp, out.Results[0].Offset, out.Results[0].Timestamp))
+			own := in[i].HasTimestamp
+			if own && r.Timestamp != in[i].Timestamp {
+				w.fail(fmt.Errorf("%s: produce to %d answered record %d with timestamp %d; it was sent with %d", a.Name, at.p, i, r.Timestamp, in[i].Timestamp))
+			}
+			if !own && serverTS < 0 {
+				serverTS = r.Timestamp
+			}
+			if r.Offset != out.Results[0].Offset+int64(i) || !own && r.Timestamp != serverTS {
+				w.fail(fmt.Errorf("I8: %s: produce to %d answered record %d at offset %d ts %d, record 0 at %d ts %d: not one batch", a.Name, at.p, i, r.Offset, r.Timestamp, out.Results[0].Offset, serverTS))
 			}
 		}
 		// The incarnation: of the broker's own commit; else (a replayed
@@ -83,7 +93,7 @@ func (w *World) brokerBody(a *Actor, release bool) {
 		} else {
 			id = lc.id
 		}
-		return partition.Appended{BaseOffset: out.Results[0].Offset, Timestamp: out.Results[0].Timestamp, Replayed: out.Replayed}, id, nil
+		return partition.Appended{BaseOffset: out.Results[0].Offset, Timestamp: max(serverTS, 0), Replayed: out.Replayed}, id, nil
 	}
 	w.resumePending(a, do)
 	for {

@@ -155,8 +155,13 @@
 //   - I4: no two commits applied from the same (epoch, commit version)
 //     (checked in the store wrapper);
 //   - I5: follows from I2 and I3: committed bytes never change;
-//   - I6: timestamps non-decreasing; OffsetForTime answers the first offset
-//     at or after the time;
+//   - I6: timestamps non-decreasing, on an append-time topic; OffsetForTime
+//     answers the first offset at or after the time, on both kinds (a third
+//     of the seeds run a create-time topic, whose records mostly carry a
+//     producer timestamp behind the clock: every read must return it, and
+//     no record before an answer may be at or after the time). In half of
+//     the seeds records carry headers, derived from their values, which
+//     every read checks;
 //   - I7 at most once, incrementally: after every step the offsets
 //     committed since the last step are read through a fresh Log (durable
 //     state only) and each value's offset is kept: a value at two offsets

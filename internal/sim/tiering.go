@@ -8,6 +8,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/tierlog/tierlog/pkg/broker"
 	"github.com/tierlog/tierlog/pkg/meta"
 	"github.com/tierlog/tierlog/pkg/objstore"
 	"github.com/tierlog/tierlog/pkg/partition"
@@ -193,6 +194,9 @@ func (w *World) createTopic(a *Actor) error {
 	}
 	if w.retention == 0 {
 		t.RetentionBytes = -1
+	}
+	if w.createTime {
+		t.TimestampType = broker.TimestampCreate
 	}
 	cli := w.srv.NewClient(a)
 	for p := range t.Partitions {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"sort"
 	"strings"
 	"time"
@@ -36,6 +37,13 @@ type Config struct {
 	// RetryFor is how long (virtual time) a client retries a batch that
 	// failed as unavailable before it gives up (0: no retries).
 	RetryFor time.Duration
+	// TimestampType is the topic's ("append" or "create"; "": chosen by
+	// the seed, create in a third of the seeds). On a create-time topic
+	// most records carry a producer timestamp, often older than the last.
+	TimestampType string
+	// Headers: records carry headers (0: chosen by the seed, in half of
+	// them; -1: never; 1: always).
+	Headers int
 	// Modes weighs the modes of the batches writers and brokers send:
 	// plain, keyed, conditional, reusing a key (batches.go; zero: 4, 12,
 	// 3, 1).
@@ -230,7 +238,13 @@ type World struct {
 	// (partition.Config.Checkpoint), per seed.
 	ckpt     bool
 	readerHW map[string]int64 // reader process and partition -> high watermark it last saw
-	stepFrom time.Duration    // the clock before this step's advance        // client -> the keyed batch it is sending
+	// createTime: the topic takes producer timestamps (I6 does not hold);
+	// headers: records carry headers, derived from their values
+	// (simHeaders). prodTS: the producer timestamp each value was sent with.
+	createTime bool
+	headers    bool
+	prodTS     map[string]int64
+	stepFrom   time.Duration // the clock before this step's advance        // client -> the keyed batch it is sending
 }
 
 // key is partition p of the current incarnation.
@@ -301,6 +315,17 @@ func NewWorld(cfg Config) *World {
 	w.busyWait = [...]time.Duration{300 * time.Millisecond, 2 * time.Second, 0}[w.s.rng.IntN(3)]
 	w.ckpt = w.s.rng.IntN(2) == 0
 	w.readerHW = map[string]int64{}
+	// The record kinds come from a generator of their own, so the main
+	// one (and what every seed did before) is unchanged.
+	kinds := rand.New(rand.NewPCG(cfg.Seed, 0x5eed4ead))
+	switch cfg.TimestampType {
+	case "":
+		w.createTime = kinds.IntN(3) == 0
+	default:
+		w.createTime = cfg.TimestampType == "create"
+	}
+	w.headers = cfg.Headers > 0 || cfg.Headers == 0 && kinds.IntN(2) == 0
+	w.prodTS = map[string]int64{}
 	if err := w.createTopic(nil); err != nil {
 		panic(err)
 	}
@@ -407,7 +432,7 @@ func (w *World) checkPart(pm *part, full bool) error {
 		if len(recs) != 1 || recs[0].Offset != off {
 			return fmt.Errorf("I1/I2: %d: read of committed offset %d from durable state gave %d records", pm.p, off, len(recs))
 		}
-		if err := w.sawRecord(pm, off, string(recs[0].Value), recs[0].Timestamp, "checker"); err != nil {
+		if err := w.sawRecord(pm, off, &recs[0], "checker"); err != nil {
 			return err
 		}
 	}
@@ -462,7 +487,8 @@ func (w *World) checkRetention(pm *part, p *meta.Partition) error {
 
 // sawRecord checks one record a reader (or the checker) read against the
 // model and remembers it.
-func (w *World) sawRecord(pm *part, off int64, value string, ts int64, who string) error {
+func (w *World) sawRecord(pm *part, off int64, r *segRecord, who string) error {
+	value, ts := string(r.Value), r.Timestamp
 	hw := w.committed(pm).NextOffset
 	if off >= hw {
 		return fmt.Errorf("I3: %d: %s read offset %d (%q) at or past the committed high watermark %d", pm.p, who, off, value, hw)
@@ -475,6 +501,12 @@ func (w *World) sawRecord(pm *part, off int64, value string, ts int64, who strin
 	}
 	if at, ok := pm.ackedAt[value]; ok && at != off {
 		return fmt.Errorf("I1/I7: %d: %s read %q at offset %d; it was acknowledged at %d", pm.p, who, value, off, at)
+	}
+	if pt, ok := w.prodTS[value]; ok && pt != ts {
+		return fmt.Errorf("I2/I5: %d: %s read offset %d = %q with timestamp %d; its producer sent %d", pm.p, who, off, value, ts, pt)
+	}
+	if want := w.simHeaders(value); !sameHeaders(r.Headers, want) {
+		return fmt.Errorf("I2/I5: %d: %s read offset %d = %q with headers %v; it was sent with %v", pm.p, who, off, value, r.Headers, want)
 	}
 	if s, ok := pm.seen[off]; ok {
 		if s.value != value || s.ts != ts {
@@ -540,11 +572,11 @@ func (w *World) fullCheck(pm *part) error {
 				return fmt.Errorf("I1/I7: %d: %q is at offsets %d and %d", pm.p, v, prev, off)
 			}
 			values[v] = off
-			if r.Timestamp < lastTS {
+			if r.Timestamp < lastTS && !w.createTime {
 				return fmt.Errorf("I6: %d: offset %d has timestamp %d, before %d", pm.p, off, r.Timestamp, lastTS)
 			}
 			lastTS = r.Timestamp
-			if err := w.sawRecord(pm, off, v, r.Timestamp, "checker"); err != nil {
+			if err := w.sawRecord(pm, off, &r, "checker"); err != nil {
 				return err
 			}
 			all[off] = rec{value: v, ts: r.Timestamp}
@@ -567,6 +599,15 @@ func (w *World) fullCheck(pm *part) error {
 		prev, pok := all[o.offset-1]
 		if o.offset >= b.HighWatermark || (ok && r.ts < o.ts) || (pok && prev.ts >= o.ts) {
 			return fmt.Errorf("I6: %d: offset for time %d answered %d, which is not the first offset at or after it", pm.p, o.ts, o.offset)
+		}
+		if w.createTime {
+			// Timestamps go back: no record before the answer (above
+			// the log start) may be at or after the time.
+			for off := b.LogStartOffset; off < o.offset; off++ {
+				if e, ok := all[off]; ok && e.ts >= o.ts {
+					return fmt.Errorf("offset for time: %d: offset for time %d answered %d; offset %d before it has timestamp %d", pm.p, o.ts, o.offset, off, e.ts)
+				}
+			}
 		}
 	}
 	pm.oft = pm.oft[:0]
