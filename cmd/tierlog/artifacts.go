@@ -159,12 +159,19 @@ func verifyArtifact(obj []byte) (tier.Footer, error) {
 	if len(offs) != len(times) {
 		return f, fmt.Errorf("%w: %d offset entries, %d time entries", tier.ErrCorrupt, len(offs), len(times))
 	}
+	// A time entry holds the largest timestamp up to its record: the
+	// record's own unless the segment is a create-time one.
+	createTime := true
+	if h, err := segment.ReadFileHeader(bytes.NewReader(log)); err == nil {
+		createTime = h.CreateTime()
+	}
 	for i, e := range offs {
 		if int64(e.Pos)+segment.RecordHeaderSize > int64(len(log)) {
 			return f, fmt.Errorf("%w: index entry %d points past the log", tier.ErrCorrupt, i)
 		}
 		h, err := segment.DecodeRecordHeader(log[e.Pos:])
-		if err != nil || h.Offset != f.Base+int64(e.Rel) || times[i].Rel != e.Rel || times[i].Timestamp != h.Timestamp {
+		if err != nil || h.Offset != f.Base+int64(e.Rel) || times[i].Rel != e.Rel || times[i].Timestamp < h.Timestamp ||
+			!createTime && times[i].Timestamp != h.Timestamp {
 			return f, fmt.Errorf("%w: index entry %d (offset %d at %d) does not name its record", tier.ErrCorrupt, i, f.Base+int64(e.Rel), e.Pos)
 		}
 	}

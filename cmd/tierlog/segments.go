@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -247,6 +248,12 @@ func verifyIndexes(s *segRef, log io.ReaderAt, size int64, res *verifyResult) {
 	if err1 == nil && err2 == nil && len(offs) != len(times) {
 		res.warnings = append(res.warnings, fmt.Sprintf(".index has %d entries, .timeindex %d (the writer adds them in pairs; a crash between the writes)", len(offs), len(times)))
 	}
+	// A time entry holds the largest timestamp up to its record: the
+	// record's own unless the segment is a create-time one.
+	createTime := true
+	if h, err := segment.ReadFileHeader(log); err == nil {
+		createTime = h.CreateTime()
+	}
 	var hb [segment.RecordHeaderSize]byte
 	for i, e := range offs {
 		at := fmt.Sprintf(".index entry %d (offset %d at position %d)", i, s.id.Base+int64(e.Rel), e.Pos)
@@ -269,8 +276,8 @@ func verifyIndexes(s *segRef, log io.ReaderAt, size int64, res *verifyResult) {
 		}
 		if i < len(times) {
 			te := times[i]
-			if te.Rel != e.Rel || te.Timestamp != h.Timestamp {
-				res.problems = append(res.problems, fmt.Sprintf(".timeindex entry %d says offset %d has timestamp %d; the record (.index entry %d) is offset %d with timestamp %d",
+			if te.Rel != e.Rel || te.Timestamp < h.Timestamp || !createTime && te.Timestamp != h.Timestamp {
+				res.problems = append(res.problems, fmt.Sprintf(".timeindex entry %d says the records up to offset %d have timestamps up to %d; the record (.index entry %d) is offset %d with timestamp %d",
 					i, s.id.Base+int64(te.Rel), te.Timestamp, i, h.Offset, h.Timestamp))
 			}
 		}
@@ -398,27 +405,45 @@ func dumpLog(w *bufio.Writer, s *segRef, format string, b64 bool, errw io.Writer
 
 func dumpRecord(w io.Writer, path string, r *segment.Record, format string, b64 bool) error {
 	if format == "json" {
-		type rec struct {
-			Segment       string  `json:"segment"`
-			Offset        int64   `json:"offset"`
-			Timestamp     int64   `json:"timestamp"`
-			Key           *string `json:"key"`
-			KeyEncoding   string  `json:"key_encoding,omitempty"`
+		type header struct {
+			Key           string  `json:"key"`
 			Value         *string `json:"value"`
 			ValueEncoding string  `json:"value_encoding,omitempty"`
 		}
+		type rec struct {
+			Segment       string   `json:"segment"`
+			Offset        int64    `json:"offset"`
+			Timestamp     int64    `json:"timestamp"`
+			Key           *string  `json:"key"`
+			KeyEncoding   string   `json:"key_encoding,omitempty"`
+			Value         *string  `json:"value"`
+			ValueEncoding string   `json:"value_encoding,omitempty"`
+			Headers       []header `json:"headers,omitempty"`
+		}
 		out := rec{Segment: path, Offset: r.Offset, Timestamp: r.Timestamp}
+		enc := textOrBase64
 		if b64 {
-			out.Key, out.KeyEncoding = forceBase64(r.Key)
-			out.Value, out.ValueEncoding = forceBase64(r.Value)
-		} else {
-			out.Key, out.KeyEncoding = textOrBase64(r.Key)
-			out.Value, out.ValueEncoding = textOrBase64(r.Value)
+			enc = forceBase64
+		}
+		out.Key, out.KeyEncoding = enc(r.Key)
+		out.Value, out.ValueEncoding = enc(r.Value)
+		for _, h := range r.Headers {
+			hv := header{Key: h.Key}
+			hv.Value, hv.ValueEncoding = enc(h.Value)
+			out.Headers = append(out.Headers, hv)
 		}
 		return writeJSONLine(w, &out)
 	}
 	ts := time.UnixMilli(r.Timestamp).UTC().Format("2006-01-02T15:04:05.000Z")
-	_, err := fmt.Fprintf(w, "offset=%d timestamp=%d (%s) key=%s value=%s\n", r.Offset, r.Timestamp, ts, plainBytes(r.Key, b64), plainBytes(r.Value, b64))
+	line := fmt.Sprintf("offset=%d timestamp=%d (%s) key=%s value=%s", r.Offset, r.Timestamp, ts, plainBytes(r.Key, b64), plainBytes(r.Value, b64))
+	if len(r.Headers) > 0 {
+		hs := make([]string, len(r.Headers))
+		for i, h := range r.Headers {
+			hs[i] = strconv.Quote(h.Key) + ":" + plainBytes(h.Value, b64)
+		}
+		line += " headers=[" + strings.Join(hs, " ") + "]"
+	}
+	_, err := fmt.Fprintln(w, line)
 	return err
 }
 
