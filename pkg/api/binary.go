@@ -18,32 +18,45 @@ import (
 // request and per direction:
 //
 //   - a produce body is binary when its Content-Type is exactly
-//     wire.MediaType (parameters ignored); any other Content-Type, or none,
+//     wire.MediaType or wire.MediaTypeV2 (parameters ignored; version 2
+//     carries headers and producer timestamps); any other Content-Type, or none,
 //     is JSON as before: curl sends application/x-www-form-urlencoded, and
 //     API.md has no 415;
 //   - a produce or fetch answer is binary when Accept names wire.MediaType
-//     with a q other than 0; "*/*" and anything else answer JSON;
+//     or wire.MediaTypeV2 with a q other than 0, in version 2 if it names
+//     that (a version 1 fetch answer leaves headers out); "*/*" and
+//     anything else answer JSON;
 //   - errors are JSON whatever the Accept, in API.md's shape.
 
-// sendsBinary reports whether the request body is a binary batch.
+// mediaPrefix is what the binary media types of every version share.
+var mediaPrefix = strings.TrimSuffix(wire.MediaType, "1")
+
+// sendsBinary reports whether the request body is a binary batch (of
+// either version: the body's own version byte decides its layout).
 func sendsBinary(r *http.Request) bool {
 	ct := r.Header.Get("Content-Type")
-	if !containsFold(ct, wire.MediaType) {
+	if !containsFold(ct, mediaPrefix) {
 		return false
 	}
 	mt, _, err := mime.ParseMediaType(ct)
-	return err == nil && mt == wire.MediaType
+	return err == nil && wire.VersionOf(mt) != 0
 }
 
 // wantsBinary reports whether the Accept header asks for binary answers.
-func wantsBinary(r *http.Request) bool {
+func wantsBinary(r *http.Request) bool { return binaryVersion(r) != 0 }
+
+// binaryVersion is the layout version of binary answers the Accept
+// header asks for: 2 when it lists version 2's media type, else 1 when it
+// lists version 1's (with a q other than 0), else 0 (JSON).
+func binaryVersion(r *http.Request) int {
+	v := 0
 	for _, h := range r.Header.Values("Accept") {
-		if !containsFold(h, wire.MediaType) {
+		if !containsFold(h, mediaPrefix) {
 			continue
 		}
 		for part := range strings.SplitSeq(h, ",") {
 			mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
-			if err != nil || mt != wire.MediaType {
+			if err != nil || wire.VersionOf(mt) == 0 {
 				continue
 			}
 			if q, ok := params["q"]; ok {
@@ -51,10 +64,10 @@ func wantsBinary(r *http.Request) bool {
 					continue
 				}
 			}
-			return true
+			v = max(v, wire.VersionOf(mt))
 		}
 	}
-	return false
+	return v
 }
 
 // containsFold is a cheap pre-check before parsing a media type.
@@ -115,7 +128,14 @@ func decodeBinaryProduce(body []byte, allowPartition bool) ([]broker.ProduceReco
 		if !allowPartition && rec.Partition >= 0 {
 			return nil, badRequest("records[%d].partition is not allowed here: the partition is in the path", i)
 		}
-		out[i] = broker.ProduceRecord{Key: rec.Key, Value: rec.Value, Partition: int(rec.Partition)}
+		out[i] = broker.ProduceRecord{Key: rec.Key, Value: rec.Value, Partition: int(rec.Partition),
+			Timestamp: rec.Timestamp, HasTimestamp: rec.HasTimestamp}
+		if len(rec.Headers) > 0 {
+			out[i].Headers = make([]broker.Header, len(rec.Headers))
+			for j, h := range rec.Headers {
+				out[i].Headers[j] = broker.Header{Key: h.Key, Value: h.Value}
+			}
+		}
 	}
 	return out, nil
 }
@@ -131,8 +151,9 @@ func wireError(err error) error {
 // writeProduceBinary answers a produce in the binary format: one entry per
 // record, failed entries with their classified error.
 func (s *server) writeProduceBinary(w http.ResponseWriter, r *http.Request, res []broker.ProduceResult) {
-	s.writeBinary(w, r, func(dst []byte) ([]byte, error) {
-		return wire.AppendProduceAnswer(dst, len(res), func(i int) wire.Result {
+	v := binaryVersion(r)
+	s.writeBinary(w, r, v, func(dst []byte) ([]byte, error) {
+		return wire.AppendProduceAnswerV(dst, v, len(res), func(i int) wire.Result {
 			pr := &res[i]
 			out := wire.Result{Partition: int32(pr.Partition), Offset: pr.Offset, Timestamp: pr.Timestamp}
 			if pr.Err != nil {
@@ -147,10 +168,29 @@ func (s *server) writeProduceBinary(w http.ResponseWriter, r *http.Request, res 
 // writeFetchBinary answers a fetch in the binary format.
 func (s *server) writeFetchBinary(w http.ResponseWriter, r *http.Request, res broker.FetchResult) {
 	bounds := wire.Bounds{NextOffset: res.NextOffset, HighWatermark: res.HighWatermark, LogStartOffset: res.LogStartOffset}
-	s.writeBinary(w, r, func(dst []byte) ([]byte, error) {
-		return wire.AppendFetchAnswer(dst, bounds, len(res.Records), func(i int) wire.FetchedRecord {
+	v := binaryVersion(r)
+	var hs []wire.Header // every record's headers, converted once
+	if v == wire.Version2 {
+		n := 0
+		for i := range res.Records {
+			n += len(res.Records[i].Headers)
+		}
+		if n > 0 {
+			hs = make([]wire.Header, 0, n)
+		}
+	}
+	s.writeBinary(w, r, v, func(dst []byte) ([]byte, error) {
+		return wire.AppendFetchAnswerV(dst, v, bounds, len(res.Records), func(i int) wire.FetchedRecord {
 			rec := &res.Records[i]
-			return wire.FetchedRecord{Offset: rec.Offset, Timestamp: rec.Timestamp, Key: rec.Key, Value: rec.Value}
+			out := wire.FetchedRecord{Offset: rec.Offset, Timestamp: rec.Timestamp, Key: rec.Key, Value: rec.Value}
+			if hs != nil && len(rec.Headers) > 0 {
+				start := len(hs)
+				for _, h := range rec.Headers {
+					hs = append(hs, wire.Header{Key: h.Key, Value: h.Value})
+				}
+				out.Headers = hs[start:len(hs):len(hs)]
+			}
+			return out
 		})
 	})
 }
@@ -160,7 +200,7 @@ var binPool = sync.Pool{New: func() any { return new([]byte) }}
 
 // writeBinary encodes a 200 answer into a pooled buffer and sends it.
 // Nothing is written if encoding fails: the client gets a JSON 500.
-func (s *server) writeBinary(w http.ResponseWriter, r *http.Request, encode func([]byte) ([]byte, error)) {
+func (s *server) writeBinary(w http.ResponseWriter, r *http.Request, version int, encode func([]byte) ([]byte, error)) {
 	bp := binPool.Get().(*[]byte)
 	out, err := encode((*bp)[:0])
 	defer func() {
@@ -174,7 +214,7 @@ func (s *server) writeBinary(w http.ResponseWriter, r *http.Request, encode func
 		return
 	}
 	h := w.Header()
-	h.Set("Content-Type", wire.MediaType)
+	h.Set("Content-Type", wire.MediaTypeOf(version))
 	h.Set("Content-Length", strconv.Itoa(len(out)))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(out)

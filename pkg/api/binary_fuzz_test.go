@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http/httptest"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/tierlog/tierlog/pkg/wire"
 )
@@ -16,7 +17,11 @@ func FuzzReadBinaryProduce(f *testing.F) {
 	valid, _ := wire.AppendProduceRequest(nil, 2, func(i int) wire.Record {
 		return []wire.Record{{Key: []byte("k"), Value: []byte("v"), Partition: 1}, {Partition: -1}}[i]
 	})
-	for _, seed := range [][]byte{nil, valid, valid[:wire.HeaderSize], append(bytes.Clone(valid), 0), []byte(`{"records":[]}`)} {
+	v2, _ := wire.AppendProduceRequestV(nil, wire.Version2, 2, func(i int) wire.Record {
+		return []wire.Record{{Key: []byte("k"), Value: []byte("v"), Partition: 1, Timestamp: 5, HasTimestamp: true,
+			Headers: []wire.Header{{Key: "h", Value: []byte("x")}, {Key: "n"}}}, {Partition: -1}}[i]
+	})
+	for _, seed := range [][]byte{nil, valid, valid[:wire.HeaderSize], append(bytes.Clone(valid), 0), []byte(`{"records":[]}`), v2, v2[:len(v2)-3]} {
 		f.Add(seed, true)
 	}
 	f.Fuzz(func(t *testing.T, body []byte, allowPartition bool) {
@@ -38,8 +43,14 @@ func FuzzReadBinaryProduce(f *testing.F) {
 			t.Fatalf("%d records accepted", len(recs))
 		}
 		for _, rec := range recs {
-			if len(rec.Key)+len(rec.Value) > 1<<20 || (!allowPartition && rec.Partition != -1) || rec.Partition < -1 {
+			if recordSize(&rec) > 1<<20 || (!allowPartition && rec.Partition != -1) || rec.Partition < -1 ||
+				len(rec.Headers) > maxHeaders || rec.Timestamp < 0 || (!rec.HasTimestamp && rec.Timestamp != 0) {
 				t.Fatalf("bad record accepted: %+v", rec)
+			}
+			for _, h := range rec.Headers {
+				if len(h.Key) == 0 || len(h.Key) > maxHeaderKeySize || !utf8.ValidString(h.Key) {
+					t.Fatalf("bad header accepted: %+v", h)
+				}
 			}
 		}
 	})

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/tierlog/tierlog/pkg/wire"
 )
 
 // recordJSON is a fetched record with its headers, fields kept raw.
@@ -165,4 +167,62 @@ func TestStrictBodies(t *testing.T) {
 	if hw := s.highWatermarks("orders", 2); hw[0] != 0 || hw[1] != 0 {
 		t.Errorf("refused bodies appended: high watermarks %v", hw)
 	}
+}
+
+// TestBinaryHeadersAndTimestamps: a version 2 binary body carries headers
+// and producer timestamps; a version 2 fetch answer gives them back, a
+// version 1 one (old clients) leaves headers out; version 1 bodies are
+// still accepted.
+func TestBinaryHeadersAndTimestamps(t *testing.T) {
+	s := newServer(t)
+	s.ok("POST", "/v1/topics", `{"name":"bin","timestamp_type":"create"}`, http.StatusCreated, nil)
+	recs := []wire.Record{
+		{Key: []byte("k"), Value: []byte{0xff}, Partition: -1, Timestamp: 1234, HasTimestamp: true,
+			Headers: []wire.Header{{Key: "trace-id", Value: []byte("abc")}, {Key: "trace-id"}, {Key: "bin", Value: []byte{0, 0xff}}}},
+		{Value: []byte("v"), Partition: -1, Timestamp: 7, HasTimestamp: true},
+	}
+	body, err := wire.AppendProduceRequestV(nil, wire.Version2, len(recs), func(i int) wire.Record { return recs[i] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2 := map[string]string{"Content-Type": wire.MediaTypeV2, "Accept": wire.MediaTypeV2}
+	r := s.raw("POST", "/v1/topics/bin/partitions/0/records", body, v2)
+	if r.status != 200 || r.header.Get("Content-Type") != wire.MediaTypeV2 {
+		t.Fatalf("v2 produce: %d %s %s", r.status, r.header.Get("Content-Type"), r.body)
+	}
+	res, err := wire.DecodeProduceAnswer(r.body)
+	if err != nil || res[0].Timestamp != 1234 || res[1].Timestamp != 7 {
+		t.Fatalf("v2 produce answer %+v %v", res, err)
+	}
+	// Version 1 bodies still go in (no headers, the clock's timestamp).
+	old := encodeBinary(t, []wire.Record{{Value: []byte("old"), Partition: -1}})
+	if r := s.raw("POST", "/v1/topics/bin/partitions/0/records", old, binaryBoth); r.status != 200 || r.header.Get("Content-Type") != wire.MediaType {
+		t.Fatalf("v1 produce: %d %s", r.status, r.body)
+	}
+
+	r = s.raw("GET", "/v1/topics/bin/partitions/0/records?offset=0", nil, map[string]string{"Accept": wire.MediaType + ", " + wire.MediaTypeV2 + ";q=0.5"})
+	if r.header.Get("Content-Type") != wire.MediaTypeV2 {
+		t.Fatalf("fetch asking for both versions answered %s", r.header.Get("Content-Type"))
+	}
+	_, got, err := wire.DecodeFetchAnswer(r.body)
+	if err != nil || len(got) != 3 {
+		t.Fatalf("v2 fetch: %d records, %v", len(got), err)
+	}
+	if got[0].Timestamp != 1234 || got[1].Timestamp != 7 || !reflect.DeepEqual(got[0].Headers, recs[0].Headers) || got[1].Headers != nil || got[2].Headers != nil {
+		t.Errorf("v2 fetch: %+v", got)
+	}
+	r = s.raw("GET", "/v1/topics/bin/partitions/0/records?offset=0", nil, binaryAccept)
+	_, got, err = wire.DecodeFetchAnswer(r.body)
+	if err != nil || r.header.Get("Content-Type") != wire.MediaType || len(got) != 3 || got[0].Headers != nil || string(got[0].Key) != "k" {
+		t.Errorf("v1 fetch: %+v %v", got, err)
+	}
+	// JSON sees the same headers.
+	jr, _ := s.fetchRecords("/v1/topics/bin/partitions/0/records?offset=0")
+	if len(jr[0].Headers) != 3 || jr[0].Headers[2].ValueEncoding != "base64" || jr[0].Timestamp != 1234 {
+		t.Errorf("json fetch of binary records: %+v", jr[0])
+	}
+	// A timestamp on an append-time topic is 400 in binary too.
+	s.createTopic("clock", 1)
+	r = s.raw("POST", "/v1/topics/clock/partitions/0/records", body, v2)
+	checkError(t, "v2 timestamp on an append-time topic", r, 400, "invalid_request")
 }

@@ -243,7 +243,8 @@ func TestCorrupt(t *testing.T) {
 	}{
 		{"bad magic", "request", req, func(b []byte) []byte { b[0] = 'T'; return b }, ErrFormat},
 		{"text-transcoded magic", "request", req, func(b []byte) []byte { return append([]byte("\xef\xbf\xbd"), b[1:]...) }, ErrFormat},
-		{"version 2", "request", req, func(b []byte) []byte { b[4] = 2; return b }, ErrFormat},
+		{"version 3", "request", req, func(b []byte) []byte { b[4] = 3; return b }, ErrFormat},
+		{"version 1 body as version 2", "request", req, func(b []byte) []byte { b[4] = 2; return b }, ErrTruncated},
 		{"wrong kind", "request", req, func(b []byte) []byte { b[5] = byte(KindFetchAnswer); return b }, ErrFormat},
 		{"kind zero", "fetch", fetch, func(b []byte) []byte { b[5] = 0; return b }, ErrFormat},
 		{"reserved set", "request", req, func(b []byte) []byte { b[7] = 1; return b }, ErrFormat},
@@ -286,7 +287,7 @@ func TestCorrupt(t *testing.T) {
 // maximum count in a tiny body: refused as truncated without allocating
 // room for the records.
 func TestTooManyRecordsBeforeAllocation(t *testing.T) {
-	b := appendHeader(nil, KindProduceRequest, MaxRecords)
+	b := appendHeader(nil, Version, KindProduceRequest, MaxRecords)
 	// A []Record of 10,000 would be 560 KB per call; the refusal itself
 	// (an error message) is a few hundred bytes.
 	const runs = 100
@@ -301,7 +302,7 @@ func TestTooManyRecordsBeforeAllocation(t *testing.T) {
 	if per := (after.TotalAlloc - before.TotalAlloc) / runs; per > 4096 {
 		t.Errorf("%d bytes allocated per refusal of a lying count", per)
 	}
-	b = appendHeader(nil, KindFetchAnswer, MaxRecords+1)
+	b = appendHeader(nil, Version, KindFetchAnswer, MaxRecords+1)
 	if _, _, err := DecodeFetchAnswer(b); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("fetch over max: %v", err)
 	}
@@ -326,20 +327,24 @@ func TestDecodedAliasCapped(t *testing.T) {
 // rewrites them.
 func fuzzSeeds(t testing.TB) map[string][]byte {
 	req := encodeRequest(t, sampleRecords())
-	maxCount := appendHeader(nil, KindProduceRequest, MaxRecords)
+	maxCount := appendHeader(nil, Version, KindProduceRequest, MaxRecords)
 	maxRecord := encodeRequest(t, []Record{{Value: make([]byte, 64), Partition: -1}})
 	binary.LittleEndian.PutUint32(maxRecord[HeaderSize+9:], MaxRecordBytes) // lies: 1 MiB announced
 	return map[string][]byte{
 		"empty":                nil,
-		"header-only":          appendHeader(nil, KindProduceRequest, 0),
+		"header-only":          appendHeader(nil, Version, KindProduceRequest, 0),
 		"valid-request":        req,
 		"valid-answer":         encodeAnswer(t, sampleResults()),
 		"valid-fetch":          encodeFetch(t, sampleBounds, sampleFetched()),
 		"valid-plus-garbage":   append(bytes.Clone(req), "\x00\xffgarbage"...),
 		"max-count-header":     maxCount,
-		"over-max-count":       appendHeader(nil, KindFetchAnswer, MaxRecords+1),
+		"over-max-count":       appendHeader(nil, Version, KindFetchAnswer, MaxRecords+1),
 		"max-length-record":    fixCRC(maxRecord),
 		"text-transcoded-body": bytes.ReplaceAll(req, []byte{0x89}, []byte("\xef\xbf\xbd")),
+		"v2-request":           encodeRequestV2(t, sampleRecordsV2()),
+		"v2-fetch":             encodeFetchV2(t, sampleBounds, sampleFetchedV2()),
+		"v2-answer":            encodeAnswerV2(t, sampleResults()),
+		"v2-example":           v2Example(t),
 	}
 }
 
@@ -392,17 +397,18 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, in := range [][]byte{data, fixCRC(bytes.Clone(data))} {
+			v := VersionOfBody(in)
 			if recs, err := DecodeProduceRequest(in); err == nil {
 				checkKnown(t, err)
 				if len(recs) > MaxRecords {
 					t.Fatalf("%d records accepted", len(recs))
 				}
 				for _, r := range recs {
-					if len(r.Key)+len(r.Value) > MaxRecordBytes || r.Partition < -1 {
-						t.Fatalf("bad record accepted: %d bytes partition %d", len(r.Key)+len(r.Value), r.Partition)
+					if checkRecordSize(0, r.Key, r.Value, r.Headers) != nil || r.Partition < -1 || checkHeaders(0, r.Headers) != nil || r.Timestamp < 0 {
+						t.Fatalf("bad record accepted: %+v", r)
 					}
 				}
-				again, err := AppendProduceRequest(nil, len(recs), func(i int) Record { return recs[i] })
+				again, err := AppendProduceRequestV(nil, v, len(recs), func(i int) Record { return recs[i] })
 				if err != nil || !bytes.Equal(again, in) {
 					t.Fatalf("request does not re-encode to its bytes: %v", err)
 				}
@@ -411,7 +417,7 @@ func FuzzDecode(f *testing.F) {
 			}
 			if res, err := DecodeProduceAnswer(in); err == nil {
 				long := slices.ContainsFunc(res, func(r Result) bool { return len(r.ErrMessage) > MaxMessageBytes })
-				again, err := AppendProduceAnswer(nil, len(res), func(i int) Result { return res[i] })
+				again, err := AppendProduceAnswerV(nil, v, len(res), func(i int) Result { return res[i] })
 				if err != nil || (!long && !bytes.Equal(again, in)) {
 					t.Fatalf("answer does not re-encode to its bytes: %v", err)
 				}
@@ -419,7 +425,7 @@ func FuzzDecode(f *testing.F) {
 				checkKnown(t, err)
 			}
 			if b, recs, err := DecodeFetchAnswer(in); err == nil {
-				again, err := AppendFetchAnswer(nil, b, len(recs), func(i int) FetchedRecord { return recs[i] })
+				again, err := AppendFetchAnswerV(nil, v, b, len(recs), func(i int) FetchedRecord { return recs[i] })
 				if err != nil || !bytes.Equal(again, in) {
 					t.Fatalf("fetch answer does not re-encode to its bytes: %v", err)
 				}
@@ -461,5 +467,163 @@ func BenchmarkCodec(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// Version 2: headers and producer timestamps.
+
+func sampleRecordsV2() []Record {
+	return []Record{
+		{Key: []byte("k1"), Value: []byte("hello"), Partition: 0, Timestamp: 1764500000000, HasTimestamp: true,
+			Headers: []Header{{Key: "trace-id", Value: []byte("abc")}, {Key: "trace-id", Value: nil}, {Key: "e", Value: []byte{}}}},
+		{Key: nil, Value: nil, Partition: -1},
+		{Key: []byte{0xff}, Value: []byte{0}, Partition: 3, Timestamp: 0, HasTimestamp: true},
+		{Value: []byte("v"), Partition: -1, Headers: []Header{{Key: "ünï", Value: []byte{0xff, 0xfe}}}},
+	}
+}
+
+func encodeRequestV2(t testing.TB, recs []Record) []byte {
+	t.Helper()
+	b, err := AppendProduceRequestV(nil, Version2, len(recs), func(i int) Record { return recs[i] })
+	if err != nil {
+		t.Fatalf("AppendProduceRequestV: %v", err)
+	}
+	return b
+}
+
+func sampleFetchedV2() []FetchedRecord {
+	return []FetchedRecord{
+		{Offset: 42, Timestamp: 5, Key: []byte("k"), Value: []byte("v"), Headers: []Header{{Key: "h", Value: []byte("x")}, {Key: "n"}}},
+		{Offset: 43, Timestamp: 1764500000001},
+	}
+}
+
+func encodeFetchV2(t testing.TB, b Bounds, recs []FetchedRecord) []byte {
+	t.Helper()
+	out, err := AppendFetchAnswerV(nil, Version2, b, len(recs), func(i int) FetchedRecord { return recs[i] })
+	if err != nil {
+		t.Fatalf("AppendFetchAnswerV: %v", err)
+	}
+	return out
+}
+
+func encodeAnswerV2(t testing.TB, res []Result) []byte {
+	t.Helper()
+	b, err := AppendProduceAnswerV(nil, Version2, len(res), func(i int) Result { return res[i] })
+	if err != nil {
+		t.Fatalf("AppendProduceAnswerV: %v", err)
+	}
+	return b
+}
+
+// v2Example is the example of docs/api-binary.md: record 0 key "k1",
+// value "hi", partition 0, timestamp 1764500000000, header trace-id=abc;
+// record 1 no key, tombstone, no partition, no timestamp, a header "n"
+// with a null value.
+func v2Example(t testing.TB) []byte {
+	return encodeRequestV2(t, []Record{
+		{Key: []byte("k1"), Value: []byte("hi"), Partition: 0, Timestamp: 1764500000000, HasTimestamp: true, Headers: []Header{{Key: "trace-id", Value: []byte("abc")}}},
+		{Partition: -1, Headers: []Header{{Key: "n"}}},
+	})
+}
+
+func TestVersion2RoundTrip(t *testing.T) {
+	recs := sampleRecordsV2()
+	got, err := DecodeProduceRequest(encodeRequestV2(t, recs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range recs {
+		w, g := recs[i], got[i]
+		if !sameBytes(w.Key, g.Key) || !sameBytes(w.Value, g.Value) || w.Partition != g.Partition ||
+			w.Timestamp != g.Timestamp || w.HasTimestamp != g.HasTimestamp || len(w.Headers) != len(g.Headers) {
+			t.Fatalf("record %d: got %+v, want %+v", i, g, w)
+		}
+		for j := range w.Headers {
+			if w.Headers[j].Key != g.Headers[j].Key || !sameBytes(w.Headers[j].Value, g.Headers[j].Value) {
+				t.Errorf("record %d header %d: got %+v, want %+v", i, j, g.Headers[j], w.Headers[j])
+			}
+		}
+	}
+	fetched := sampleFetchedV2()
+	_, fg, err := DecodeFetchAnswer(encodeFetchV2(t, sampleBounds, fetched))
+	if err != nil || len(fg) != 2 || len(fg[0].Headers) != 2 || fg[0].Headers[1].Value != nil || string(fg[0].Headers[0].Value) != "x" || fg[1].Headers != nil {
+		t.Fatalf("fetch v2: %+v %v", fg, err)
+	}
+	// Version 1 leaves headers out of a fetch answer and refuses them
+	// (and timestamps) in a request.
+	_, f1, err := DecodeFetchAnswer(encodeFetch(t, sampleBounds, fetched))
+	if err != nil || f1[0].Headers != nil || string(f1[0].Value) != "v" {
+		t.Fatalf("fetch v1 of records with headers: %+v %v", f1, err)
+	}
+	if _, err := AppendProduceRequest(nil, 1, func(int) Record { return recs[0] }); !errors.Is(err, ErrFormat) {
+		t.Errorf("v1 request with headers: %v, want ErrFormat", err)
+	}
+	// A v2 answer decodes as v1's does.
+	res, err := DecodeProduceAnswer(encodeAnswerV2(t, sampleResults()))
+	if err != nil || len(res) != len(sampleResults()) || res[0].Offset != 41 {
+		t.Fatalf("answer v2: %+v %v", res, err)
+	}
+}
+
+func TestVersion2Refusals(t *testing.T) {
+	rec := func(r Record) func(int) Record { return func(int) Record { return r } }
+	many := make([]Header, MaxHeaders+1)
+	for i := range many {
+		many[i].Key = "h"
+	}
+	for _, tc := range []struct {
+		name string
+		r    Record
+		want error
+	}{
+		{"65 headers", Record{Partition: -1, Headers: many}, ErrFormat},
+		{"empty key", Record{Partition: -1, Headers: []Header{{Key: ""}}}, ErrFormat},
+		{"long key", Record{Partition: -1, Headers: []Header{{Key: string(make([]byte, 257))}}}, ErrFormat},
+		{"non-UTF-8 key", Record{Partition: -1, Headers: []Header{{Key: "\xff"}}}, ErrFormat},
+		{"negative timestamp", Record{Partition: -1, Timestamp: -1, HasTimestamp: true}, ErrFormat},
+		{"over 1 MiB with headers", Record{Partition: -1, Value: make([]byte, MaxRecordBytes), Headers: []Header{{Key: "k"}}}, ErrTooLarge},
+	} {
+		if _, err := AppendProduceRequestV(nil, Version2, 1, rec(tc.r)); !errors.Is(err, tc.want) {
+			t.Errorf("%s: encode: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	// The decoder refuses the same, in bytes written by hand.
+	good := v2Example(t)
+	for _, tc := range []struct {
+		name string
+		edit func(b []byte)
+		want error
+	}{
+		{"timestamp without its flag", func(b []byte) { b[HeaderSize] &^= flagTimestampSet }, ErrFormat},
+		{"unknown record flag", func(b []byte) { b[HeaderSize] |= 1 << 5 }, ErrFormat},
+		{"header count 65", func(b []byte) { binary.LittleEndian.PutUint16(b[HeaderSize+21:], 65) }, ErrFormat},
+		{"header key length 0", func(b []byte) { binary.LittleEndian.PutUint16(b[HeaderSize+23+4+1:], 0) }, ErrFormat},
+		{"unknown header flag", func(b []byte) { b[HeaderSize+23+4] = 4 }, ErrFormat},
+		{"header value lies", func(b []byte) { binary.LittleEndian.PutUint32(b[HeaderSize+23+4+3:], 1000) }, ErrTruncated},
+		{"negative timestamp", func(b []byte) { binary.LittleEndian.PutUint64(b[HeaderSize+5:], 1<<63) }, ErrFormat},
+		{"version 3", func(b []byte) { b[4] = 3 }, ErrFormat},
+	} {
+		b := bytes.Clone(good)
+		tc.edit(b)
+		if _, err := DecodeProduceRequest(fixCRC(b)); !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestVersion2Example pins the bytes of docs/api-binary.md's version 2
+// example.
+func TestVersion2Example(t *testing.T) {
+	const want = "" +
+		"89544c420201000002000000ed6fca5f" + // header: v2, kind 1, 2 records, crc
+		"1400000000" + "004d65d49a010000" + "02000000" + "02000000" + "0100" + // flags, p, ts, key, value, 1 header
+		"6b31" + "6869" + // "k1" "hi"
+		"00" + "0800" + "03000000" + "74726163652d6964" + "616263" + // header trace-id=abc
+		"0300000000" + "0000000000000000" + "00000000" + "00000000" + "0100" + // no key, tombstone, 1 header
+		"02" + "0100" + "00000000" + "6e" // header n, null value
+	got := fmt.Sprintf("%x", v2Example(t))
+	if got != want {
+		t.Errorf("example bytes\n got %s\nwant %s", got, want)
 	}
 }
