@@ -311,7 +311,11 @@ const (
 func (c *Client) produceRequest(path string, body []byte, key string) *request {
 	rq := &request{method: "POST", path: path, body: body, contentType: "application/json", accept: "application/json", idempotencyKey: key}
 	if c.cfg.format == Binary {
-		rq.contentType, rq.accept = wire.MediaType, wire.MediaType
+		// Version 1 unless a record needs version 2 (headers, a
+		// timestamp): a server that predates version 2 still takes
+		// the batches it can store.
+		mt := wire.MediaTypeOf(wire.VersionOfBody(body))
+		rq.contentType, rq.accept = mt, mt
 	}
 	return rq
 }
@@ -341,13 +345,30 @@ func encodeProduce(f Format, recs []Record, perRecord bool) ([]byte, error) {
 	var body []byte
 	if f == Binary {
 		var err error
-		body, err = wire.AppendProduceRequest(make([]byte, 0, produceSize(recs, f)), len(recs), func(i int) wire.Record {
+		v := wire.Version
+		for i := range recs {
+			if len(recs[i].Headers) > 0 || !recs[i].Timestamp.IsZero() {
+				v = wire.Version2
+				break
+			}
+		}
+		body, err = wire.AppendProduceRequestV(make([]byte, 0, produceSize(recs, f)), v, len(recs), func(i int) wire.Record {
 			r := &recs[i]
 			p := int32(-1)
 			if r.Partition != nil {
 				p = int32(*r.Partition)
 			}
-			return wire.Record{Key: r.Key, Value: r.Value, Partition: p}
+			out := wire.Record{Key: r.Key, Value: r.Value, Partition: p}
+			if !r.Timestamp.IsZero() {
+				out.Timestamp, out.HasTimestamp = r.Timestamp.UnixMilli(), true
+			}
+			if len(r.Headers) > 0 {
+				out.Headers = make([]wire.Header, len(r.Headers))
+				for j, h := range r.Headers {
+					out.Headers[j] = wire.Header{Key: h.Key, Value: h.Value}
+				}
+			}
+			return out
 		})
 		if err != nil {
 			if errors.Is(err, wire.ErrTooLarge) {
@@ -371,7 +392,7 @@ func produceSize(recs []Record, f Format) int {
 		n += recs[i].Size() + 40*len(recs[i].Headers)
 	}
 	if f == Binary {
-		return wire.ProduceRequestSize(len(recs), n)
+		return wire.ProduceRequestSizeV2(len(recs), 0, n)
 	}
 	return 32 + n*4/3 + len(recs)*40
 }
@@ -501,7 +522,7 @@ func replayed(res *response) bool {
 // decodeProduce reads a produce answer in whichever format it came.
 func (c *Client) decodeProduce(res *response, n int, op string) ([]Result, error) {
 	var out []Result
-	if res.header.Get("Content-Type") == wire.MediaType {
+	if isBinary(res) {
 		entries, err := wire.DecodeProduceAnswer(res.body)
 		if err != nil {
 			return nil, fmt.Errorf("client: %s: %w", op, err)
@@ -583,13 +604,22 @@ func (c *Client) fetchRequest(topic string, partition int, offset int64, opt Fet
 	}
 	rq := &request{method: "GET", path: partitionPath(topic, partition) + "/records", query: q, accept: "application/json"}
 	if c.cfg.format == Binary {
-		rq.accept = wire.MediaType
+		rq.accept = fetchAccept
 	}
 	return rq
 }
 
+// fetchAccept asks for binary fetch answers in version 2 (with headers),
+// or version 1 from a server that predates it.
+var fetchAccept = wire.MediaTypeV2 + ", " + wire.MediaType + ";q=0.9"
+
+// isBinary reports whether an answer is a binary batch (either version).
+func isBinary(res *response) bool {
+	return wire.VersionOf(res.header.Get("Content-Type")) != 0
+}
+
 func decodeFetch(res *response, partition int, op string) (*FetchResult, error) {
-	if res.header.Get("Content-Type") == wire.MediaType {
+	if isBinary(res) {
 		b, recs, err := wire.DecodeFetchAnswer(res.body)
 		if err != nil {
 			return nil, fmt.Errorf("client: %s: %w", op, err)
@@ -599,6 +629,13 @@ func decodeFetch(res *response, partition int, op string) (*FetchResult, error) 
 			// Keys and values alias this answer's body, which nothing
 			// else uses: the caller owns them.
 			out.Messages[i] = Message{Partition: partition, Offset: r.Offset, Timestamp: r.Timestamp, Key: r.Key, Value: r.Value}
+			if len(r.Headers) > 0 {
+				hs := make([]Header, len(r.Headers))
+				for j, h := range r.Headers {
+					hs[j] = Header{Key: h.Key, Value: h.Value}
+				}
+				out.Messages[i].Headers = hs
+			}
 		}
 		return out, nil
 	}
