@@ -26,6 +26,8 @@
 //	                                                                         absent until MarkSegmentCold)
 //	group      "g#<group>#<topic>"                  "%010d" of partition     topic topic_id partition offset
 //	                                                                         metadata
+//	group state "groups"                            the group name           group version state (the
+//	                                                                         meta.GroupState as JSON)
 //
 // <partition> is decimal. Each <...> component is escaped ("%" -> "%25",
 // "#" -> "%23"), so a key names exactly one tuple whatever the strings hold;
@@ -46,7 +48,7 @@
 //
 // Why this shape: every method is one single-item request on a key it can
 // compute, or one Query on one partition key (Topics, Segments,
-// GroupOffsets). Nothing Scans. The catalog's sort key is the zero-padded
+// GroupOffsets, Groups). Nothing Scans. The catalog's sort key is the zero-padded
 // NextOffset, so "entries with NextOffset > from, ascending" is one Query
 // with KeyCondition sk > "%020d"(from). Partition items and catalog items
 // have distinct partition keys, so a catalog Query never meets the state
@@ -84,7 +86,12 @@
 //	PutSegment       PutItem    IF attribute_not_exists(pk)                 -> compare: nil or ErrConflict
 //	MarkSegmentCold  UpdateItem IF attribute_exists(pk) AND (attribute_not_exists(cold_ms)
 //	                               OR cold_ms = 0)  SET cold_ms = :ms        -> nil (marked) or ErrNotFound
-//	DeleteSegment, DeletePartition: unconditional DeleteItem; CommitOffsets: one PutItem per offset.
+//	UpdateTopic      PutItem    IF attribute_exists(pk) AND id = :id AND partitions = :old
+//	                                                                         -> ErrConflict or ErrNotFound
+//	PutGroup         PutItem    IF version = :v (v 0: attribute_not_exists(pk))  -> ErrConflict
+//	DeleteGroup      DeleteItem IF version = :v (v 0: attribute_not_exists(pk))  -> ErrConflict
+//	DeleteSegment, DeletePartition: unconditional DeleteItem; CommitOffsets: one PutItem per offset;
+//	DeleteGroupOffsets: one Query and one DeleteItem per offset.
 //
 // Commit with p.Owner == "" is ErrFenced without a request. The produce
 // path costs exactly two writes: Acquire and Commit, one UpdateItem each.
