@@ -83,11 +83,15 @@ Output (-f, --format):
   json    (or -J) one object per line: topic, partition, offset, timestamp,
           key, value (null when absent); a key or value that is not UTF-8 is
           base64 with key_encoding / value_encoding "base64", as in the HTTP
-          API. Records have no headers (the API has none).
+          API; headers (only when the record has any) as
+          [{"key":..,"value":..}], a value not UTF-8 base64 with
+          "value_encoding":"base64" on its header.
   FMT     a kcat template: %t topic, %p partition, %o offset, %T timestamp
           (ms), %k key, %K key length, %s value, %S value length (-1 for
-          null), %h headers (always empty), %% a percent sign; escapes \n \t
-          \r \0 \\. Nothing is added: end the template with \n.`,
+          null), %h headers as key=value pairs joined by "," (a null value:
+          the key alone; empty when none), %H the number of headers, %%
+          a percent sign; escapes \n \t \r \0 \\. Nothing is added: end the
+          template with \n.`,
 		Example: `  tierlog consume --topic orders --partition 0 --offset 0 --count 10 -e
   tierlog consume -t orders -o -5 -e -f '%p/%o %k=%s\n'
   tierlog consume --topic orders --group billing --follow --format json`,
@@ -465,18 +469,20 @@ func (pr *printer) print(w *bufio.Writer, m *tlclient.Message) error {
 	switch pr.format {
 	case "json":
 		type rec struct {
-			Topic         string  `json:"topic"`
-			Partition     int     `json:"partition"`
-			Offset        int64   `json:"offset"`
-			Timestamp     int64   `json:"timestamp"`
-			Key           *string `json:"key"`
-			KeyEncoding   string  `json:"key_encoding,omitempty"`
-			Value         *string `json:"value"`
-			ValueEncoding string  `json:"value_encoding,omitempty"`
+			Topic         string       `json:"topic"`
+			Partition     int          `json:"partition"`
+			Offset        int64        `json:"offset"`
+			Timestamp     int64        `json:"timestamp"`
+			Key           *string      `json:"key"`
+			KeyEncoding   string       `json:"key_encoding,omitempty"`
+			Value         *string      `json:"value"`
+			ValueEncoding string       `json:"value_encoding,omitempty"`
+			Headers       []jsonHeader `json:"headers,omitempty"`
 		}
 		r := rec{Topic: pr.topic, Partition: m.Partition, Offset: m.Offset, Timestamp: m.Timestamp}
 		r.Key, r.KeyEncoding = textOrBase64(m.Key)
 		r.Value, r.ValueEncoding = textOrBase64(m.Value)
+		r.Headers = jsonHeaders(m.Headers) // template.go
 		return writeJSONLine(w, &r)
 	case "template":
 		return pr.printTemplate(w, m)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,8 +35,10 @@ type produceOpts struct {
 	batchBytes   int
 	linger       time.Duration
 	noProgress   bool
-	key          string // --idempotency-key
-	expected     int64  // --expected-offset
+	key          string   // --idempotency-key
+	expected     int64    // --expected-offset
+	headers      []string // --header key=value, repeatable
+	timestamp    string   // --timestamp: ms since the epoch or RFC 3339
 }
 
 func newProduceCmd() *cobra.Command {
@@ -68,12 +71,19 @@ so running the same command again stores nothing twice and prints the first
 run's offsets ("replayed"); --expected-offset N (with --partition) appends
 only if the partition's high watermark is N, else fails with the current high
 watermark and stores nothing. Then each record's partition and offset are
-printed to stdout, one record a line, tab-separated.`,
+printed to stdout, one record a line, tab-separated.
+
+--header (-H) key=value adds a header to every record (repeatable, in order;
+keys may repeat; "key" without "=" is a header with a null value).
+--timestamp T gives every record the event time T, milliseconds since the
+epoch or an RFC 3339 time (2026-12-02T03:55:00Z): the topic must have been
+created with --timestamp-type create, an append-time topic refuses it.`,
 		Example: `  tierlog produce --topic orders --partition 0 orders.txt
   printf 'k1\thello\nk2\tworld\n' | tierlog produce --topic orders --key-separator '\t'
   printf 'k1\t\n' | tierlog produce -t orders -K '\t' -Z     # a tombstone for k1
   printf 'a|b|c' | tierlog produce -t orders -D '|'
-  tierlog produce -t orders -p 0 --expected-offset 42 --idempotency-key batch-7 batch.txt`,
+  tierlog produce -t orders -p 0 --expected-offset 42 --idempotency-key batch-7 batch.txt
+  echo '{"id":7}' | tierlog produce -t events -H trace-id=abc -H source=cli --timestamp 1764500000000`,
 		Args: checkArgs(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runProduce(cmd, o, args)
@@ -92,6 +102,8 @@ printed to stdout, one record a line, tab-separated.`,
 	f.BoolVar(&o.noProgress, "no-progress", false, "never show a progress bar (shown on large inputs when stderr is a terminal)")
 	f.StringVar(&o.key, "idempotency-key", "", "send the whole input as one request with this Idempotency-Key (1 to 255 printable ASCII characters)")
 	f.Int64Var(&o.expected, "expected-offset", 0, "send the whole input as one request, appended only if the partition's high watermark is N (needs --partition)")
+	f.StringArrayVarP(&o.headers, "header", "H", nil, "add the header key=value to every record (repeatable; \"key\" alone: a null value)")
+	f.StringVar(&o.timestamp, "timestamp", "", "event time of every record: ms since the epoch or RFC 3339 (create-time topics only)")
 	return c
 }
 
@@ -149,6 +161,18 @@ func runProduce(cmd *cobra.Command, o produceOpts, args []string) error {
 		}
 		expected = &o.expected
 	}
+	headers, err := parseHeaders(o.headers)
+	if err != nil {
+		return err
+	}
+	var ts time.Time
+	if cmd.Flags().Changed("timestamp") {
+		ms, err := parseTimestamp(o.timestamp) // clientflags.go
+		if err != nil {
+			return usagef("--timestamp: %v", err)
+		}
+		ts = time.UnixMilli(ms)
+	}
 	// Open every input before producing anything: a missing file stops
 	// the command with nothing sent.
 	inputs, err := openInputs(args, cmd.InOrStdin())
@@ -178,6 +202,7 @@ func runProduce(cmd *cobra.Command, o produceOpts, args []string) error {
 		if o.nullEmpty && len(rec.Value) == 0 {
 			rec.Value = nil
 		}
+		rec.Headers, rec.Timestamp = headers, ts
 		return rec
 	}
 	if single {
@@ -525,4 +550,25 @@ func (p *progress) finish() {
 	if p.bar != nil {
 		_ = p.bar.Finish()
 	}
+}
+
+// parseHeaders reads --header values: key=value (the first "=" splits),
+// or key alone for a null value. Keys are 1 to 256 bytes.
+func parseHeaders(hs []string) ([]tlclient.Header, error) {
+	if len(hs) > tlclient.MaxHeaders {
+		return nil, usagef("--header given %d times: a record has at most %d headers", len(hs), tlclient.MaxHeaders)
+	}
+	var out []tlclient.Header
+	for _, h := range hs {
+		k, v, ok := strings.Cut(h, "=")
+		if k == "" || len(k) > tlclient.MaxHeaderKeyBytes {
+			return nil, usagef("--header %q: want key=value with a key of 1 to %d bytes", h, tlclient.MaxHeaderKeyBytes)
+		}
+		hd := tlclient.Header{Key: k}
+		if ok {
+			hd.Value = []byte(v)
+		}
+		out = append(out, hd)
+	}
+	return out, nil
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // tmplPart is a piece of a kcat-style output template: literal text, or a
-// field ('t', 'p', 'o', 'T', 'k', 'K', 's', 'S', 'h').
+// field ('t', 'p', 'o', 'T', 'k', 'K', 's', 'S', 'h', 'H').
 type tmplPart struct {
 	lit   string
 	field byte
@@ -36,14 +36,14 @@ func parseTemplate(s string) ([]tmplPart, error) {
 		switch c := s[i]; c {
 		case '%':
 			lit = append(lit, '%')
-		case 't', 'p', 'o', 'T', 'k', 'K', 's', 'S', 'h':
+		case 't', 'p', 'o', 'T', 'k', 'K', 's', 'S', 'h', 'H':
 			if len(lit) > 0 {
 				parts = append(parts, tmplPart{lit: string(lit)})
 				lit = []byte{}
 			}
 			parts = append(parts, tmplPart{field: c})
 		default:
-			return nil, fmt.Errorf("unknown field %%%c in template (known: %%t %%p %%o %%T %%k %%K %%s %%S %%h %%%%)", c)
+			return nil, fmt.Errorf("unknown field %%%c in template (known: %%t %%p %%o %%T %%k %%K %%s %%S %%h %%H %%%%)", c)
 		}
 	}
 	if len(lit) > 0 {
@@ -80,9 +80,42 @@ func (pr *printer) printTemplate(w *bufio.Writer, m *tlclient.Message) error {
 		case 'S':
 			w.WriteString(length(m.Value))
 		case 'h':
-			// The API has no record headers.
+			for i, h := range m.Headers {
+				if i > 0 {
+					w.WriteByte(',')
+				}
+				w.WriteString(h.Key)
+				if h.Value != nil {
+					w.WriteByte('=')
+					w.Write(h.Value)
+				}
+			}
+		case 'H':
+			w.WriteString(strconv.Itoa(len(m.Headers)))
 		}
 	}
 	// bufio.Writer keeps its first error; Flush reports it.
 	return nil
+}
+
+// jsonHeader is a header in consume's JSON lines, as the HTTP API's utf8
+// mode shows it.
+type jsonHeader struct {
+	Key           string  `json:"key"`
+	Value         *string `json:"value"`
+	ValueEncoding string  `json:"value_encoding,omitempty"`
+}
+
+// jsonHeaders renders hs for JSON lines; nil when there are none (the
+// field is left out).
+func jsonHeaders(hs []tlclient.Header) []jsonHeader {
+	if len(hs) == 0 {
+		return nil
+	}
+	out := make([]jsonHeader, len(hs))
+	for i, h := range hs {
+		out[i].Key = h.Key
+		out[i].Value, out[i].ValueEncoding = textOrBase64(h.Value) // consume.go
+	}
+	return out
 }
