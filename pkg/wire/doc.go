@@ -52,7 +52,7 @@
 // | magic      | 0x89 'T' 'L' 'B': the high byte catches a body that was       |
 // |            | transcoded as text on the way (API Gateway without binary     |
 // |            | media types), as PNG's signature does                         |
-// | version    | 1                                                             |
+// | version    | 1, or 2 (below)                                               |
 // | kind       | 1 produce request, 2 produce answer, 3 fetch answer           |
 // | reserved   | zero; a decoder refuses anything else                         |
 // | count      | records or entries that follow; at most MaxRecords            |
@@ -68,6 +68,23 @@
 // | timestamp  |                                                               |
 // | code, msg  | the API.md error of a failed produce entry: code 1..255 bytes,|
 // |            | message 0..65535 bytes (encoders cut it to MaxMessageBytes)   |
+//
+// # Version 2
+//
+// Version 2 (MediaTypeV2, version byte 2) adds record headers and
+// producer timestamps; header, kinds and produce answers are version 1's.
+// A produce request record and a fetch answer record each gain a 2-byte
+// header count after value len (a request record also an 8-byte timestamp
+// after partition, valid when flags bit 4 is set, else 0), and their
+// headers follow the value:
+//
+//	kind 1 record: flags 1 | partition 4 | timestamp 8 | key len 4 | value len 4 | header count 2 | key | value | headers
+//	kind 3 record: flags 1 | offset 8 | timestamp 8 | key len 4 | value len 4 | header count 2 | key | value | headers
+//	header:        flags 1 (bit 1: value null) | key len 2 (1-256, UTF-8) | value len 4 | key | value
+//
+// At most MaxHeaders headers a record; header keys and values count in
+// MaxRecordBytes. A version 1 fetch answer leaves headers out; version 1
+// produce requests cannot carry headers or timestamps.
 //
 // # Limits
 //
