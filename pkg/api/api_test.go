@@ -59,10 +59,10 @@ func TestTopics(t *testing.T) {
 		t.Errorf("created %+v, want %+v", got, def)
 	}
 
-	// Every field given; unknown fields ignored.
+	// Every field given; an unknown field is 400 (strict bodies).
 	full := topicJSON{Name: "audit", Partitions: 3, RetentionMs: 1000, RetentionBytes: 1 << 30, SegmentBytes: 1 << 20, SegmentMs: 5000, CleanupPolicy: "delete"}
 	body, _ := json.Marshal(full)
-	body = append(body[:len(body)-1], `,"future_field":{"x":[1,2]}}`...)
+	checkError(t, "unknown field", s.do("POST", "/v1/topics", append(body[:len(body)-1:len(body)-1], `,"future_field":{"x":[1,2]}}`...)), 400, "invalid_request")
 	s.ok("POST", "/v1/topics", body, http.StatusCreated, &got)
 	if got != full {
 		t.Errorf("created %+v, want %+v", got, full)
