@@ -370,7 +370,8 @@ func consumeLoop(ctx context.Context, k *tlclient.Consumer, w *bufio.Writer, o c
 			return false
 		}
 		for p, hw := range end {
-			if pos, _ := k.Position(p); pos < hw {
+			// A partition the group moved to another member is that one's to finish.
+			if pos, ok := k.Position(p); ok && pos < hw {
 				return false
 			}
 		}
