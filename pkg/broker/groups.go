@@ -695,6 +695,9 @@ func (b *Broker) ResetGroupOffsets(ctx context.Context, group string, req ResetR
 	if err != nil {
 		return nil, err
 	}
+	if req.Partitions != nil && len(req.Partitions) == 0 {
+		return nil, fmt.Errorf("%w: partitions is empty: leave it out to reset every partition", ErrInvalid)
+	}
 	parts := slices.Clone(req.Partitions)
 	if parts == nil {
 		for p := range t.Partitions {

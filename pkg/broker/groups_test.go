@@ -350,6 +350,9 @@ func TestGroupLifecycle(t *testing.T) {
 	if _, err := b.ResetGroupOffsets(ctx, "billing", ResetRequest{Topic: "t0", Offset: ptr(int64(9)), Partitions: []int{0}}); !errors.As(err, &oor) {
 		t.Fatalf("reset past the high watermark: %v", err)
 	}
+	if _, err := b.ResetGroupOffsets(ctx, "billing", ResetRequest{Topic: "t0", To: "latest", Partitions: []int{}}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("reset of no partitions: %v", err)
+	}
 	if _, err := b.ResetGroupOffsets(ctx, "billing", ResetRequest{Topic: "t0", To: "middle"}); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("reset to middle: %v", err)
 	}
