@@ -53,7 +53,7 @@ func TestMetricsHTTPAndRuntime(t *testing.T) {
 	do("GET", "/v1/topics/b", "")
 	do("HEAD", "/v1/topics/b", "")
 	do("GET", "/v1/topics/nope", "")
-	do("PATCH", "/v1/topics/a", "")
+	do("PUT", "/v1/topics/a", "")
 	do("BREW", "/v1/topics/a", "")
 	do("GET", "/no/such/route", "")
 	body := scrape()
@@ -62,7 +62,7 @@ func TestMetricsHTTPAndRuntime(t *testing.T) {
 		`tierlog_http_requests_total{code="200",method="GET",route="/v1/topics/{topic}"} 2`,
 		`tierlog_http_requests_total{code="200",method="HEAD",route="/v1/topics/{topic}"} 1`,
 		`tierlog_http_requests_total{code="404",method="GET",route="/v1/topics/{topic}"} 1`,
-		`tierlog_http_requests_total{code="405",method="PATCH",route="/v1/topics/{topic}"} 1`,
+		`tierlog_http_requests_total{code="405",method="PUT",route="/v1/topics/{topic}"} 1`,
 		`tierlog_http_requests_total{code="405",method="OTHER",route="/v1/topics/{topic}"} 1`,
 		`tierlog_http_requests_total{code="404",method="GET",route="unmatched"} 1`,
 		`tierlog_http_requests_total{code="200",method="GET",route="/metrics"} 1`,
