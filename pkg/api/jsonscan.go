@@ -182,6 +182,11 @@ func decodeBase64Records(recs []broker.ProduceRecord) bool {
 type scanner struct {
 	b []byte
 	i int
+
+	// Headers of every record share one growing array (each record's
+	// capped to its own), and repeated header keys one string.
+	hs   []broker.Header
+	keys map[string]string
 }
 
 func (s *scanner) skipSpace() {
@@ -415,9 +420,9 @@ func (s *scanner) headers(asJSON bool) ([]broker.Header, bool) {
 	if s.consume(']') {
 		return nil, true
 	}
-	var hs []broker.Header
+	start := len(s.hs)
 	for {
-		if len(hs) == maxHeaders || !s.consume('{') {
+		if len(s.hs)-start == maxHeaders || !s.consume('{') {
 			return nil, false
 		}
 		var (
@@ -439,7 +444,7 @@ func (s *scanner) headers(asJSON bool) ([]broker.Header, bool) {
 				if !ok || len(k) == 0 || len(k) > maxHeaderKeySize {
 					return nil, false
 				}
-				h.Key = string(k)
+				h.Key = s.key(k)
 			case "value":
 				if haveValue {
 					return nil, false
@@ -461,14 +466,28 @@ func (s *scanner) headers(asJSON bool) ([]broker.Header, bool) {
 		if !haveKey {
 			return nil, false
 		}
-		hs = append(hs, h)
+		s.hs = append(s.hs, h)
 		if s.consume(']') {
-			return hs, true
+			return s.hs[start:len(s.hs):len(s.hs)], true
 		}
 		if !s.consume(',') {
 			return nil, false
 		}
 	}
+}
+
+// key is k as a string, the same string for the same bytes within one
+// body.
+func (s *scanner) key(k []byte) string {
+	if v, ok := s.keys[string(k)]; ok {
+		return v
+	}
+	if s.keys == nil {
+		s.keys = make(map[string]string)
+	}
+	v := string(k)
+	s.keys[v] = v
+	return v
 }
 
 // maxScanDepth is how deep jsonValue follows nested arrays and objects;
