@@ -215,6 +215,8 @@ func TestCrashKill9(t *testing.T) {
 		var stop atomic.Bool
 		var wg sync.WaitGroup
 		var acks atomic.Int64
+		firstAck := make(chan struct{})
+		var firstOnce sync.Once
 		for c := 0; c < clients; c++ {
 			wg.Add(1)
 			go func() {
@@ -260,10 +262,18 @@ func TestCrashKill9(t *testing.T) {
 					}
 					l.mu.Unlock()
 					acks.Add(int64(n))
+					firstOnce.Do(func() { close(firstAck) })
 				}
 			}()
 		}
-		time.Sleep(time.Duration(300+rng.IntN(700)) * time.Millisecond)
+		// The kill lands at a random point of a round that is writing: a
+		// random time after its first acknowledgement (a restart's first
+		// produce takes the leases over, which a loaded machine makes slow).
+		select {
+		case <-firstAck:
+		case <-time.After(60 * time.Second):
+		}
+		time.Sleep(time.Duration(100+rng.IntN(700)) * time.Millisecond)
 		s.kill(t, syscall.SIGKILL)
 		stop.Store(true)
 		wg.Wait()
