@@ -1114,15 +1114,27 @@ func (l *Log) read(v *view, offset int64, maxRecords, maxBytes int, final bool) 
 				}
 				return nil, fmt.Errorf("%w: read %s: %w", ErrUnavailable, id, err)
 			}
-			for i := range recs {
-				n := segment.EncodedSize(&recs[i])
-				if len(out) > 0 && bytes+n > maxBytes {
-					c.Close()
-					return out, nil
+			k, full := 0, false
+			for k < len(recs) {
+				n := segment.EncodedSize(&recs[k])
+				if (len(out) > 0 || k > 0) && bytes+n > maxBytes {
+					full = true
+					break
 				}
 				bytes += n
-				out = append(out, recs[i])
-				offset = recs[i].Offset + 1
+				k++
+			}
+			if out == nil {
+				out = recs[:k] // the common case: one segment's read is the answer
+			} else {
+				out = append(out, recs[:k]...)
+			}
+			if k > 0 {
+				offset = recs[k-1].Offset + 1
+			}
+			if full {
+				c.Close()
+				return out, nil
 			}
 		}
 		c.Close()

@@ -15,6 +15,19 @@ import (
 // scanChunk is how many bytes a scan reads at a time.
 const scanChunk = 256 << 10
 
+// maxGuess bounds the record slice a Read allocates up front (from the
+// first record's size and the limits); more records grow it.
+const maxGuess = 16384
+
+// readSlack is what a Read reads beyond its byte limit in its first read:
+// the scan starts at the index entry before the wanted offset (an index
+// interval earlier at most), and the last record may end past the limit.
+const readSlack = 64 << 10
+
+// maxFirstRead bounds the first read of a Read with a large byte limit;
+// later reads are as large again.
+const maxFirstRead = 8 << 20
+
 // scanBufs recycles scan buffers: a fetch would otherwise allocate (and
 // zero) 256 KiB. Records handed to scan callbacks alias the buffer, so
 // callers copy what they keep (Read does).
@@ -49,12 +62,16 @@ func (d *damageAt) Unwrap() error { return d.err }
 // scan cleanly; any other error of fn is returned as it is. fn must not keep
 // the *Record: it is reused for the next record.
 func scan(ra io.ReaderAt, pos, limit, want int64, fn func(r *Record, pos int64) error) (int64, int64, error) {
-	return scanChunked(ra, pos, limit, want, scanChunk, fn)
+	return scanChunked(ra, pos, limit, want, scanChunk, false, fn)
 }
 
-// scanChunked is scan with a first read of chunk bytes (at most scanChunk),
-// doubling with each read after it: for scans that may stop early.
-func scanChunked(ra io.ReaderAt, pos, limit, want int64, chunk int, fn func(r *Record, pos int64) error) (int64, int64, error) {
+// scanChunked is scan with a first read of chunk bytes (at most scanChunk
+// unless owned), doubling with each read after it: for scans that may stop
+// early. With owned, every read goes into a fresh buffer that is never
+// written again, so fn may keep the Key and Value slices it is handed: a
+// read that returns records hands out slices of what it read instead of a
+// copy of each record.
+func scanChunked(ra io.ReaderAt, pos, limit, want int64, chunk int, owned bool, fn func(r *Record, pos int64) error) (int64, int64, error) {
 	var buf []byte
 	var pooled *[]byte // returned to scanBufs when the scan ends
 	defer func() {
@@ -68,7 +85,12 @@ func scanChunked(ra io.ReaderAt, pos, limit, want int64, chunk int, fn func(r *R
 			return &damageAt{pos: pos, want: want, err: fmt.Errorf("%w: record at position %d needs %d bytes, %d left below %d", ErrTruncated, pos, need, limit-pos, limit)}
 		}
 		n := int(min(int64(max(need, chunk)), limit-pos))
-		chunk = min(2*chunk, scanChunk)
+		switch {
+		case owned:
+			buf = make([]byte, n)
+		default:
+			chunk = min(2*chunk, scanChunk)
+		}
 		if cap(buf) < n {
 			if n <= scanChunk && pooled == nil {
 				pooled = scanBufs.Get().(*[]byte)
@@ -343,7 +365,8 @@ func (r *Reader) startFor(from int64, n int, floorPos, floorOff int64) (pos, off
 // Read returns up to maxRecords records with offsets from from on, stopping
 // before the total encoded size passes maxBytes, but always returning at
 // least one record if one exists at or after from. The records own their
-// memory.
+// memory: their keys and values are slices of one buffer the read filled
+// (and, past its end, of the next), which nothing writes again.
 //
 // Damage ends a read early: records before it are returned with a nil
 // error, like a short read, and a Read from the first damaged offset (or any
@@ -358,7 +381,6 @@ func (r *Reader) Read(from int64, maxRecords, maxBytes int) ([]Record, error) {
 		return nil, err
 	}
 	var out []Record
-	var slab []byte
 	total := 0
 	collect := func(rec *Record, _ int64) error {
 		if rec.Offset < from {
@@ -373,9 +395,9 @@ func (r *Reader) Read(from int64, maxRecords, maxBytes int) ([]Record, error) {
 			// Guess the count from the first record, so a run of
 			// similar records costs one allocation, not a doubling
 			// series; the cap bounds the waste when the guess is off.
-			out = make([]Record, 0, max(1, min(maxRecords, maxBytes/n+1, 4096)))
+			out = make([]Record, 0, max(1, min(maxRecords, maxBytes/n+1, maxGuess)))
 		}
-		out = append(out, copyRecord(&slab, rec))
+		out = append(out, ownedRecord(rec))
 		if len(out) >= maxRecords {
 			return errStop
 		}
@@ -385,7 +407,9 @@ func (r *Reader) Read(from int64, maxRecords, maxBytes int) ([]Record, error) {
 	floorPos, floorOff := int64(FileHeaderSize), r.id.Base
 	for {
 		pos, want, entry := r.startFor(from, entries, floorPos, floorOff)
-		_, _, err := scan(r.ra, pos, r.limit, want, collect)
+		// One read for what the limits allow.
+		first := int(min(r.limit-pos, int64(min(maxBytes, maxFirstRead))+readSlack))
+		_, _, err := scanChunked(r.ra, pos, r.limit, want, max(first, RecordHeaderSize), true, collect)
 		var d *damageAt
 		switch {
 		case err == nil:
@@ -409,6 +433,19 @@ func (r *Reader) Read(from int64, maxRecords, maxBytes int) ([]Record, error) {
 		}
 		floorPos, floorOff = nextPos, de.Next
 	}
+}
+
+// ownedRecord is rec, decoded by a scan into a buffer nothing writes
+// again, as a Read returns it: its headers built, their values slices of
+// that buffer too.
+func ownedRecord(rec *Record) Record {
+	out := *rec
+	if out.raw != nil {
+		_, count, _ := headersBlockLen(out.raw)
+		out.Headers = parseHeaders(out.raw, count, nil)
+		out.raw = nil
+	}
+	return out
 }
 
 // copyRecord copies rec's key, value and headers into a shared slab so one
