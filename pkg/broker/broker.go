@@ -436,6 +436,13 @@ func (b *Broker) replaceTopic(old *topic, cfg meta.TopicConfig) bool {
 	copy(nt.parts, old.parts)
 	old.next = nt
 	old.pmu.Unlock()
+	nt.pmu.Lock()
+	for _, l := range nt.parts {
+		if l != nil { // open: the update applies from its next write
+			l.SetRolling(cfg.SegmentBytes, cfg.SegmentMs)
+		}
+	}
+	nt.pmu.Unlock()
 	b.topics[cfg.Name] = nt
 	return true
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tierlog/tierlog/pkg/meta"
 	"github.com/tierlog/tierlog/pkg/meta/mem"
 )
 
@@ -78,5 +79,50 @@ func TestTopicGrowthAcrossProcesses(t *testing.T) {
 	}
 	if _, err := a.UpdateTopic(ctx, "nope", TopicPatch{Partitions: ptr(3)}); !errors.Is(err, ErrTopicNotFound) {
 		t.Fatalf("unknown topic: %v", err)
+	}
+}
+
+// A segment_bytes update reaches a partition this process has open: its
+// next write rolls at the new size, not at the one it was opened with.
+func TestSegmentBytesUpdateReachesOpenPartition(t *testing.T) {
+	ctx := context.Background()
+	store := mem.New()
+	b, err := New(ctx, Config{DataDir: t.TempDir(), Meta: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	tp, err := b.CreateTopic(ctx, TopicSpec{Name: "roll"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := make([]ProduceRecord, 10)
+	for i := range batch {
+		batch[i] = ProduceRecord{Value: make([]byte, 1000), Partition: 0}
+	}
+	sealed := func() int {
+		p, err := store.Partition(ctx, meta.PartitionKey{Topic: tp.Name, TopicID: tp.ID, Partition: 0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(p.Sealed)
+	}
+	if _, err := b.Produce(ctx, "roll", batch); err != nil { // opens the partition: 16 MiB segments
+		t.Fatal(err)
+	}
+	if _, err := b.Produce(ctx, "roll", batch); err != nil {
+		t.Fatal(err)
+	}
+	if n := sealed(); n != 0 {
+		t.Fatalf("%d sealed segments before the update, want 0", n)
+	}
+	if _, err := b.UpdateTopic(ctx, "roll", TopicPatch{SegmentBytes: ptr(int64(MinSegmentBytes))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Produce(ctx, "roll", batch); err != nil {
+		t.Fatal(err)
+	}
+	if n := sealed(); n != 1 {
+		t.Fatalf("%d sealed segments after segment_bytes went to %d with a 20 KB active segment, want 1", n, MinSegmentBytes)
 	}
 }

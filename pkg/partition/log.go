@@ -182,13 +182,17 @@ type Config struct {
 // DefaultBusyWait is how long an append waits for a busy partition.
 const DefaultBusyWait = 10 * time.Second
 
+func (c *Config) applyRollDefaults() {
+	if c.SegmentBytes <= 0 {
+		c.SegmentBytes = 16 << 20
+	}
+}
+
 func (c *Config) applyDefaults() {
 	if c.LeaseTTL <= 0 {
 		c.LeaseTTL = 10 * time.Second
 	}
-	if c.SegmentBytes <= 0 {
-		c.SegmentBytes = 16 << 20
-	}
+	c.applyRollDefaults()
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -280,6 +284,10 @@ func (v *view) hotStart() int64 {
 type Log struct {
 	cfg Config
 
+	// Rolling limits: cfg.SegmentBytes and cfg.SegmentMs, changed by
+	// SetRolling while the log is open (a topic update).
+	segBytes, segMs atomic.Int64
+
 	// Group commit queue, under qmu.
 	qmu      sync.Mutex
 	queue    []*pending
@@ -353,6 +361,7 @@ type result struct {
 func Open(ctx context.Context, cfg Config) (*Log, error) {
 	cfg.applyDefaults()
 	l := &Log{cfg: cfg, notify: make(chan struct{}), win: newWindow(), inUse: map[string]bool{}, ckptMissing: true}
+	l.SetRolling(cfg.SegmentBytes, cfg.SegmentMs)
 	p, err := cfg.Meta.Partition(ctx, cfg.Key)
 	if err != nil {
 		return nil, fmt.Errorf("partition %v: read state: %w", cfg.Key, err)
@@ -878,6 +887,16 @@ func trimSealed(st *meta.Partition) {
 	st.Sealed = st.Sealed[i:]
 }
 
+// SetRolling changes the log's rolling limits (Config.SegmentBytes and
+// SegmentMs, with their defaults) from the next write on: a topic update
+// reaches the partitions a process has open.
+func (l *Log) SetRolling(segmentBytes, segmentMs int64) {
+	c := Config{SegmentBytes: segmentBytes}
+	c.applyRollDefaults()
+	l.segBytes.Store(c.SegmentBytes)
+	l.segMs.Store(segmentMs)
+}
+
 // maybeRoll rolls when the batch would push the active segment past
 // SegmentBytes or the active segment is older than SegmentMs.
 func (l *Log) maybeRoll(st *meta.Partition, now time.Time, batchBytes int64) error {
@@ -885,8 +904,9 @@ func (l *Log) maybeRoll(st *meta.Partition, now time.Time, batchBytes int64) err
 	if act.NextOffset == act.Base {
 		return nil // empty: write here whatever the size
 	}
-	full := act.Size+batchBytes > l.cfg.SegmentBytes
-	old := l.cfg.SegmentMs > 0 && now.UnixMilli()-act.CreatedMs >= l.cfg.SegmentMs
+	segBytes, segMs := l.segBytes.Load(), l.segMs.Load()
+	full := act.Size+batchBytes > segBytes
+	old := segMs > 0 && now.UnixMilli()-act.CreatedMs >= segMs
 	if !full && !old {
 		return nil
 	}
