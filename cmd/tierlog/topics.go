@@ -89,14 +89,7 @@ that worked), so there is no --retry-timeout.`,
 				if tsType != broker.TimestampAppend && tsType != broker.TimestampCreate {
 					return usagef("--timestamp-type %q: want %s or %s", tsType, broker.TimestampAppend, broker.TimestampCreate)
 				}
-				t, err := cl.CreateTopicTimestamped(ctx, spec, tsType)
-				if err != nil {
-					return err
-				}
-				if format == "json" {
-					return writeJSONLine(cmd.OutOrStdout(), t)
-				}
-				return printTopics(cmd.OutOrStdout(), format, []tlclient.Topic{t.Topic})
+				spec.TimestampType = tsType
 			}
 			t, err := cl.CreateTopic(ctx, spec)
 			if err != nil {
@@ -191,10 +184,7 @@ next time a server opens it.`,
 			if err != nil {
 				return err
 			}
-			if format == "json" {
-				return writeJSONLine(cmd.OutOrStdout(), t)
-			}
-			return printTopics(cmd.OutOrStdout(), format, []tlclient.Topic{t.Topic})
+			return printTopics(cmd.OutOrStdout(), format, []tlclient.Topic{t})
 		},
 	}
 	addClientFlags(c, &cf, retried)

@@ -197,57 +197,15 @@ type TopicPatch struct {
 	ReadAheadSegments *int   `json:"read_ahead_segments,omitempty"`
 }
 
-// TopicDetails is a topic with every field the server answers, the
-// timestamp type included.
-type TopicDetails struct {
-	Topic
-	TimestampType string `json:"timestamp_type"`
-}
-
 // UpdateTopic applies patch (PATCH /v1/topics/{topic}) and returns the
 // topic as stored.
-func (c *Client) UpdateTopic(ctx context.Context, name string, patch TopicPatch) (TopicDetails, error) {
-	var t TopicDetails
+func (c *Client) UpdateTopic(ctx context.Context, name string, patch TopicPatch) (Topic, error) {
+	var t Topic
 	res, err := c.sendJSON(ctx, "PATCH", topicPath(name), patch, true)
 	if err != nil {
 		return t, err
 	}
 	return t, decodeJSON(res.body, &t, "PATCH "+topicPath(name))
-}
-
-// CreateTopicTimestamped is CreateTopic with a timestamp type ("append",
-// the default, or "create": records may carry the producer's timestamp).
-func (c *Client) CreateTopicTimestamped(ctx context.Context, spec TopicSpec, timestampType string) (TopicDetails, error) {
-	body := map[string]any{"name": spec.Name}
-	if spec.Partitions != 0 {
-		body["partitions"] = spec.Partitions
-	}
-	for k, v := range map[string]*int64{
-		"retention_ms": spec.RetentionMs, "retention_bytes": spec.RetentionBytes,
-		"segment_bytes": spec.SegmentBytes, "segment_ms": spec.SegmentMs,
-	} {
-		if v != nil {
-			body[k] = *v
-		}
-	}
-	if spec.CleanupPolicy != "" {
-		body["cleanup_policy"] = spec.CleanupPolicy
-	}
-	if spec.CacheEnabled != nil {
-		body["cache_enabled"] = *spec.CacheEnabled
-	}
-	if spec.ReadAheadSegments != nil {
-		body["read_ahead_segments"] = *spec.ReadAheadSegments
-	}
-	if timestampType != "" {
-		body["timestamp_type"] = timestampType
-	}
-	var t TopicDetails
-	res, err := c.sendJSON(ctx, "POST", "/v1/topics", body, false)
-	if err != nil {
-		return t, err
-	}
-	return t, decodeJSON(res.body, &t, "POST /v1/topics")
 }
 
 // isFenced reports whether err says the member's view of the group is out
