@@ -172,7 +172,13 @@ func (w *World) readAt(pm *part, l *partition.Log, m meta.Store, objs objstore.S
 		if err != nil {
 			// Retention may have dropped it since (the broker answers
 			// out of range then); a get may fail (a 5xx).
-			if p, perr := m.Partition(bg, pm.key); perr == nil && off < p.LogStartOffset {
+			p, perr := m.Partition(bg, pm.key)
+			switch {
+			case perr != nil:
+				// Whether retention explains the miss is unknown: so is
+				// the answer (the broker answers 503 then).
+				return nil, b, fmt.Errorf("%w: %w (and the item read failed: %w)", partition.ErrUnavailable, err, perr)
+			case off < p.LogStartOffset:
 				return nil, b, &partition.OutOfRangeError{Offset: off, LogStartOffset: p.LogStartOffset, HighWatermark: p.NextOffset}
 			}
 			if errors.Is(err, errS3) {
