@@ -142,6 +142,17 @@ type groupOffsetJSON struct {
 	Lag       int64  `json:"lag"`
 }
 
+// offsetsAnswer is the body GET .../offsets answers (and an offsets reset).
+func offsetsAnswer(gos []broker.GroupOffset) any {
+	out := struct {
+		Offsets []groupOffsetJSON `json:"offsets"`
+	}{Offsets: make([]groupOffsetJSON, len(gos))}
+	for i, g := range gos {
+		out.Offsets[i] = groupOffsetJSON{Topic: g.Topic, Partition: g.Partition, Offset: g.Offset, Metadata: g.Metadata, Lag: g.Lag}
+	}
+	return &out
+}
+
 // GET /v1/groups/{group}/offsets?topic=T
 func (s *server) groupOffsets(w http.ResponseWriter, r *http.Request) {
 	group := r.PathValue("group")
@@ -172,13 +183,7 @@ func (s *server) groupOffsets(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out := struct {
-		Offsets []groupOffsetJSON `json:"offsets"`
-	}{Offsets: make([]groupOffsetJSON, len(gos))}
-	for i, g := range gos {
-		out.Offsets[i] = groupOffsetJSON{Topic: g.Topic, Partition: g.Partition, Offset: g.Offset, Metadata: g.Metadata, Lag: g.Lag}
-	}
-	s.writeJSON(w, r, http.StatusOK, &out)
+	s.writeJSON(w, r, http.StatusOK, offsetsAnswer(gos))
 }
 
 // groupPath checks the {group} path value.
@@ -327,13 +332,7 @@ func (s *server) resetGroupOffsets(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out := struct {
-		Offsets []groupOffsetJSON `json:"offsets"`
-	}{Offsets: make([]groupOffsetJSON, len(gos))}
-	for i, g := range gos {
-		out.Offsets[i] = groupOffsetJSON{Topic: g.Topic, Partition: g.Partition, Offset: g.Offset, Metadata: g.Metadata, Lag: g.Lag}
-	}
-	s.writeJSON(w, r, http.StatusOK, &out)
+	s.writeJSON(w, r, http.StatusOK, offsetsAnswer(gos))
 }
 
 // joinRequest is the body of POST /v1/groups/{group}/members.
