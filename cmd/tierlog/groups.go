@@ -123,12 +123,7 @@ consumed yet. Partitions the group never committed are not shown.`,
 			}
 			w := cmd.OutOrStdout()
 			if format == "json" {
-				for _, g := range gos {
-					if err := writeJSONLine(w, g); err != nil {
-						return err
-					}
-				}
-				return nil
+				return writeJSONLines(w, gos)
 			}
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "PARTITION\tOFFSET\tLAG\tMETADATA")
@@ -204,12 +199,7 @@ func newGroupsListCmd() *cobra.Command {
 			}
 			w := cmd.OutOrStdout()
 			if format == "json" {
-				for _, g := range gs {
-					if err := writeJSONLine(w, g); err != nil {
-						return err
-					}
-				}
-				return nil
+				return writeJSONLines(w, gs)
 			}
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "GROUP\tMEMBERS")
@@ -390,12 +380,7 @@ consumers first. Prints the offsets as 'groups show' does.`,
 			}
 			w := cmd.OutOrStdout()
 			if format == "json" {
-				for _, g := range gos {
-					if err := writeJSONLine(w, g); err != nil {
-						return err
-					}
-				}
-				return nil
+				return writeJSONLines(w, gos)
 			}
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "PARTITION\tOFFSET\tLAG")

@@ -322,12 +322,7 @@ answer topic_not_found for a delete that worked), so there is no --retry-timeout
 // printTopics prints topics as a table, or one JSON object per line.
 func printTopics(w io.Writer, format string, ts []tlclient.Topic) error {
 	if format == "json" {
-		for _, t := range ts {
-			if err := writeJSONLine(w, t); err != nil {
-				return err
-			}
-		}
-		return nil
+		return writeJSONLines(w, ts)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tPARTITIONS\tRETENTION_MS\tRETENTION_BYTES\tSEGMENT_BYTES\tSEGMENT_MS\tCLEANUP_POLICY\tCACHE_ENABLED\tREAD_AHEAD_SEGMENTS")
@@ -342,4 +337,14 @@ func writeJSONLine(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
+}
+
+// writeJSONLines writes each of vs as one JSON line.
+func writeJSONLines[T any](w io.Writer, vs []T) error {
+	for _, v := range vs {
+		if err := writeJSONLine(w, v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
