@@ -85,10 +85,9 @@ func scanChunked(ra io.ReaderAt, pos, limit, want int64, chunk int, owned bool, 
 			return &damageAt{pos: pos, want: want, err: fmt.Errorf("%w: record at position %d needs %d bytes, %d left below %d", ErrTruncated, pos, need, limit-pos, limit)}
 		}
 		n := int(min(int64(max(need, chunk)), limit-pos))
-		switch {
-		case owned:
-			buf = make([]byte, n)
-		default:
+		if owned {
+			buf = make([]byte, n) // records handed out may alias the last one
+		} else {
 			chunk = min(2*chunk, scanChunk)
 		}
 		if cap(buf) < n {
@@ -444,44 +443,6 @@ func ownedRecord(rec *Record) Record {
 		_, count, _ := headersBlockLen(out.raw)
 		out.Headers = parseHeaders(out.raw, count, nil)
 		out.raw = nil
-	}
-	return out
-}
-
-// copyRecord copies rec's key, value and headers into a shared slab so one
-// allocation serves many small records (header keys become strings).
-func copyRecord(slab *[]byte, rec *Record) Record {
-	out := Record{Offset: rec.Offset, Timestamp: rec.Timestamp}
-	n := len(rec.Key) + len(rec.Value) + headersSize(rec)
-	// A nil slab would turn an empty key into an absent one and an empty
-	// value into a tombstone: sub-slices of a non-nil slab are never nil.
-	if *slab == nil || cap(*slab)-len(*slab) < n {
-		*slab = make([]byte, 0, max(n, 64<<10))
-	}
-	s := *slab
-	if rec.Key != nil {
-		s = append(s, rec.Key...)
-		out.Key = s[len(s)-len(rec.Key) : len(s) : len(s)]
-	}
-	if rec.Value != nil {
-		s = append(s, rec.Value...)
-		out.Value = s[len(s)-len(rec.Value) : len(s) : len(s)]
-	}
-	*slab = s
-	switch {
-	case rec.raw != nil:
-		_, count, _ := headersBlockLen(rec.raw)
-		out.Headers = parseHeaders(rec.raw, count, slab)
-	case len(rec.Headers) > 0:
-		out.Headers = make([]Header, len(rec.Headers))
-		for i, h := range rec.Headers {
-			out.Headers[i].Key = h.Key
-			if h.Value != nil {
-				s := append(*slab, h.Value...)
-				out.Headers[i].Value = s[len(s)-len(h.Value) : len(s) : len(s)]
-				*slab = s
-			}
-		}
 	}
 	return out
 }
