@@ -31,6 +31,10 @@ type cmd struct {
 	ts       int64
 	pad      int // append: pad each value to this many bytes (0: random)
 	mode     batchMode
+	// again: a broker asks the same read this many more times (the
+	// second ask of an answer keeps it, the third is answered with it:
+	// broker.FetchAnswer).
+	again int
 }
 
 // opBackoff is where a client waits before it retries a batch.
@@ -91,7 +95,7 @@ func (w *World) randomCmd(a *Actor) cmd {
 		if r.IntN(6) == 0 && hw > 0 {
 			return cmd{kind: cmdOffsetForTime, p: p, ts: w.s.base.UnixMilli() + r.Int64N(int64(w.s.now/time.Millisecond)+1)}
 		}
-		return cmd{kind: cmdRead, p: p, offset: r.Int64N(hw + 1), max: 1 + r.IntN(20), maxBytes: 1 + r.IntN(2000)}
+		return cmd{kind: cmdRead, p: p, offset: r.Int64N(hw + 1), max: 1 + r.IntN(20), maxBytes: 1 + r.IntN(2000), again: 2 * (r.IntN(4) / 3)}
 	}
 	if !w.quiet && r.IntN(25) == 0 {
 		return cmd{kind: cmdRestart}

@@ -264,9 +264,7 @@ func (w *World) sendBatch(a *Actor, b *batch, do doFunc) {
 			w.res.AppendOK++
 			b.done = true
 			a.note("APPEND %s try %d acked: %d offsets %d..%d ts %d replayed %v (%s)", b.key, try, b.p, app.BaseOffset, app.BaseOffset+int64(len(b.recs))-1, app.Timestamp, app.Replayed, id)
-			if w.quiet && start >= w.quietSince {
-				w.okSince = true
-			}
+			w.ackedSinceQuiet(start)
 			w.batchAcked(a, b, try, id, app)
 			return
 		}
@@ -396,9 +394,7 @@ func (w *World) producePlain(a *Actor, p, n, padTo int, do doFunc) {
 		if err == nil {
 			w.res.AppendOK++
 			a.note("APPEND b%d.%d acked: %d offsets %d..%d ts %d (%s)", bn, try, p, app.BaseOffset, app.BaseOffset+int64(n)-1, app.Timestamp, id)
-			if w.quiet && start >= w.quietSince {
-				w.okSince = true
-			}
+			w.ackedSinceQuiet(start)
 			if app.Replayed {
 				w.fail(fmt.Errorf("I8: %s's batch b%d.%d to %d has no key and was answered Replayed (offset %d)", a.Name, bn, try, p, app.BaseOffset))
 			}

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,7 +30,7 @@ func (w *World) newBroker(a *Actor, release bool) *broker.Broker {
 			ReleaseEachBatch: release, IndexIntervalBytes: w.idxB, Cache: tier.NewCache(1 << 20),
 			Now: a.Now, Logger: slog.New(slog.DiscardHandler),
 			Sleep: w.sleeper(a), Rand: w.rand64, BusyWait: w.busyWait,
-			Checkpoint: w.ckpt,
+			Checkpoint: w.ckpt, AnswerCacheBytes: simAnswerBytes,
 		}
 		b, err := broker.New(bg, cfg)
 		if err == nil {
@@ -102,7 +103,9 @@ func (w *World) brokerBody(a *Actor, release bool) {
 		case cmdAppend:
 			w.produce(a, c.p, c.n, c.pad, c.mode, do)
 		case cmdRead:
-			w.brokerFetch(a, b, c)
+			for range 1 + c.again {
+				w.brokerFetch(a, b, c)
+			}
 		case cmdOffsetForTime:
 			w.brokerOffsetForTime(a, b, c)
 		}
@@ -124,14 +127,38 @@ func (w *World) current(a *Actor, p int, what string, served int) *part {
 	return w.parts[p]
 }
 
+// simAnswerBytes budgets each broker's kept answers: small, so that
+// answers are evicted as well as kept.
+const simAnswerBytes = 16 << 10
+
 // brokerFetch: a fetch racing tiering and retention answers records or
 // out of range, never another error (audit findings 5 and 7); one below
 // the high watermark that answers records answers at least one (finding
 // 8); damaged records are refused, never served.
+//
+// Brokers fetch through FetchAnswer, as the HTTP API does, with JSON of
+// the result as the encoding; the answers they keep are checked as every
+// other answer is.
 func (w *World) brokerFetch(a *Actor, b *broker.Broker, c cmd) {
 	a.note("FETCH %d from %d max %d/%dB", c.p, c.offset, c.max, c.maxBytes)
 	delete(w.net.lastRead, a)
-	res, err := b.Fetch(bg, broker.FetchRequest{Topic: w.topic.Name, Partition: c.p, Offset: c.offset, MaxRecords: c.max, MaxBytes: c.maxBytes})
+	var res broker.FetchResult
+	encoded := false
+	body, _, err := b.FetchAnswer(bg, broker.FetchRequest{Topic: w.topic.Name, Partition: c.p, Offset: c.offset, MaxRecords: c.max, MaxBytes: c.maxBytes}, "sim-json", nil,
+		func(dst []byte, res *broker.FetchResult) ([]byte, error) {
+			encoded = true
+			out, err := json.Marshal(res)
+			return append(dst, out...), err
+		})
+	if err == nil {
+		if !encoded {
+			w.res.KeptAnswers++
+		}
+		if uerr := json.Unmarshal(body, &res); uerr != nil {
+			w.fail(fmt.Errorf("%s: fetch %d from %d: answer does not decode: %v", a.Name, c.p, c.offset, uerr))
+			return
+		}
+	}
 	w.res.Reads++
 	a.note("FETCH %d from %d: %d records, hw %d, log start %d, %v", c.p, c.offset, len(res.Records), res.HighWatermark, res.LogStartOffset, err)
 	pm := w.current(a, c.p, "fetch", len(res.Records))

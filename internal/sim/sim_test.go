@@ -74,6 +74,9 @@ func TestSimulate(t *testing.T) {
 		next    atomic.Uint64
 		steps   atomic.Int64
 		acked   atomic.Int64
+		reads   atomic.Int64
+		kept    atomic.Int64
+		slowest atomic.Int64 // Result.Recovery
 		mu      sync.Mutex
 		failed  []uint64
 		stopped atomic.Bool
@@ -93,6 +96,10 @@ func TestSimulate(t *testing.T) {
 				res := Run(simConfig(seed))
 				steps.Add(int64(res.Steps))
 				acked.Add(int64(res.Acked))
+				reads.Add(int64(res.Reads))
+				kept.Add(int64(res.KeptAnswers))
+				for r := int64(res.Recovery); r > slowest.Load() && !slowest.CompareAndSwap(slowest.Load(), r); {
+				}
 				if res.Violation != nil {
 					mu.Lock()
 					failed = append(failed, seed)
@@ -104,8 +111,8 @@ func TestSimulate(t *testing.T) {
 	}
 	wg.Wait()
 	el := time.Since(start)
-	t.Logf("%d seeds from %d, %d steps in %v: %.0f steps/s, %d records acknowledged (%.1f per seed)",
-		n, first, steps.Load(), el.Round(time.Millisecond), float64(steps.Load())/el.Seconds(), acked.Load(), float64(acked.Load())/float64(n))
+	t.Logf("%d seeds from %d, %d steps in %v: %.0f steps/s, %d records acknowledged (%.1f per seed), %d reads (%d answered with a kept answer), slowest recovery %v",
+		n, first, steps.Load(), el.Round(time.Millisecond), float64(steps.Load())/el.Seconds(), acked.Load(), float64(acked.Load())/float64(n), reads.Load(), kept.Load(), time.Duration(slowest.Load()))
 	if len(failed) > 0 {
 		seed := failed[0]
 		for _, s := range failed {
@@ -121,8 +128,8 @@ func runOne(t *testing.T, seed uint64) {
 	cfg.Trace, cfg.TraceAll = true, *flagAll
 	cfg.Logf = t.Logf
 	res := Run(cfg)
-	t.Logf("seed %d: %d steps, %d appends (%d ok), %d records acknowledged, %d reads, hw %d, faults %v",
-		seed, res.Steps, res.Appends, res.AppendOK, res.Acked, res.Reads, res.HW, res.Faults)
+	t.Logf("seed %d: %d steps, %d appends (%d ok), %d records acknowledged, %d reads (%d kept answers), hw %d, faults %v",
+		seed, res.Steps, res.Appends, res.AppendOK, res.Acked, res.Reads, res.KeptAnswers, res.HW, res.Faults)
 	if res.Violation != nil {
 		t.Errorf("%v\n\ntrace (step, virtual time, actor, what):\n%s\nrun again: %s", res.Violation, res.Violation.Trace, rerun(seed))
 		return

@@ -26,6 +26,14 @@ func (w *discardWriter) Write(b []byte) (int, error) { return io.Discard.Write(b
 // benchBroker is a broker on the embedded store in a temporary directory,
 // closed when b ends.
 func benchBroker(b *testing.B) *broker.Broker {
+	br, _ := benchBrokers(b)
+	return br
+}
+
+// benchBrokers returns benchBroker's broker and a second one over the
+// same data and store that reads only and keeps no answers: what a fetch
+// costs when no reader asked for the same before.
+func benchBrokers(b *testing.B) (br, uncached *broker.Broker) {
 	b.Helper()
 	root := b.TempDir()
 	store, err := local.Open(filepath.Join(root, "meta"))
@@ -33,12 +41,17 @@ func benchBroker(b *testing.B) *broker.Broker {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { store.Close() })
-	br, err := broker.New(context.Background(), broker.Config{DataDir: filepath.Join(root, "data"), Meta: store})
-	if err != nil {
+	cfg := broker.Config{DataDir: filepath.Join(root, "data"), Meta: store}
+	if br, err = broker.New(context.Background(), cfg); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { br.Close() })
-	return br
+	cfg.ReadOnly, cfg.AnswerCacheBytes = true, -1
+	if uncached, err = broker.New(context.Background(), cfg); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { uncached.Close() })
+	return br, uncached
 }
 
 // BenchmarkFetch measures a 500-record fetch, one b.Run per value size and

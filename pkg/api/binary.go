@@ -165,22 +165,22 @@ func (s *server) writeProduceBinary(w http.ResponseWriter, r *http.Request, res 
 	})
 }
 
-// writeFetchBinary answers a fetch in the binary format.
-func (s *server) writeFetchBinary(w http.ResponseWriter, r *http.Request, res broker.FetchResult) {
-	bounds := wire.Bounds{NextOffset: res.NextOffset, HighWatermark: res.HighWatermark, LogStartOffset: res.LogStartOffset}
-	v := binaryVersion(r)
-	var hs []wire.Header // every record's headers, converted once
-	if v == wire.Version2 {
-		n := 0
-		for i := range res.Records {
-			n += len(res.Records[i].Headers)
+// encodeFetchBinary returns FetchAnswer's encoder of binary fetch answers
+// in layout version v.
+func encodeFetchBinary(v int) func(dst []byte, res *broker.FetchResult) ([]byte, error) {
+	return func(dst []byte, res *broker.FetchResult) ([]byte, error) {
+		bounds := wire.Bounds{NextOffset: res.NextOffset, HighWatermark: res.HighWatermark, LogStartOffset: res.LogStartOffset}
+		var hs []wire.Header // every record's headers, converted once
+		if v == wire.Version2 {
+			n := 0
+			for i := range res.Records {
+				n += len(res.Records[i].Headers)
+			}
+			if n > 0 {
+				hs = make([]wire.Header, 0, n)
+			}
 		}
-		if n > 0 {
-			hs = make([]wire.Header, 0, n)
-		}
-	}
-	s.writeBinary(w, r, v, func(dst []byte) ([]byte, error) {
-		return wire.AppendFetchAnswerV(dst, v, bounds, len(res.Records), func(i int) wire.FetchedRecord {
+		out, err := wire.AppendFetchAnswerV(dst, v, bounds, len(res.Records), func(i int) wire.FetchedRecord {
 			rec := &res.Records[i]
 			out := wire.FetchedRecord{Offset: rec.Offset, Timestamp: rec.Timestamp, Key: rec.Key, Value: rec.Value}
 			if hs != nil && len(rec.Headers) > 0 {
@@ -192,7 +192,11 @@ func (s *server) writeFetchBinary(w http.ResponseWriter, r *http.Request, res br
 			}
 			return out
 		})
-	})
+		if err != nil {
+			return nil, fmt.Errorf("encode binary answer: %w", err)
+		}
+		return out, nil
+	}
 }
 
 // binPool holds output buffers of binary answers, like bufPool for JSON.

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/tierlog/tierlog/pkg/broker"
+	"github.com/tierlog/tierlog/pkg/wire"
 )
 
 // Fetch limits (API.md). Values above a cap are clamped to it (see
@@ -28,7 +30,20 @@ func (s *server) fetch(w http.ResponseWriter, r *http.Request) {
 		s.fetchStream(w, r, req, enc)
 		return
 	}
-	res, err := s.b.Fetch(r.Context(), req)
+	// Answers are encoded through the broker, which keeps those asked for
+	// again (fan-out readers) and answers them with the same bytes.
+	format, ctype, encode, pool := fetchFormatJSON[enc], contentTypeJSON, encodeFetchJSON(enc), &jsonOutPool
+	if v := binaryVersion(r); v != 0 {
+		format, ctype, encode, pool = fetchFormatBinary[v], wire.MediaTypeOf(v), encodeFetchBinary(v), &binPool
+	}
+	bp := pool.Get().(*[]byte)
+	body, shared, err := s.b.FetchAnswer(r.Context(), req, format, (*bp)[:0], encode)
+	defer func() {
+		if !shared && cap(body) <= maxPooledBuffer {
+			*bp = body[:0]
+		}
+		pool.Put(bp)
+	}()
 	if err != nil {
 		if oor := (*broker.OffsetOutOfRangeError)(nil); errors.As(err, &oor) {
 			err = fmt.Errorf("topic %q partition %d: %w", req.Topic, req.Partition, err)
@@ -36,12 +51,19 @@ func (s *server) fetch(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if wantsBinary(r) {
-		s.writeFetchBinary(w, r, res)
-		return
-	}
-	s.writeFetchJSON(w, r, &res, enc)
+	h := w.Header()
+	h.Set("Content-Type", ctype)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
 }
+
+// The names of fetch answer encodings for FetchAnswer: one per encoding
+// of JSON and per binary layout version.
+var (
+	fetchFormatJSON   = [...]string{encUTF8: "json-utf8", encBase64: "json-base64", encJSON: "json-json"}
+	fetchFormatBinary = [...]string{wire.Version: "binary-v1", wire.Version2: "binary-v2"}
+)
 
 func fetchParams(r *http.Request) (broker.FetchRequest, encoding, error) {
 	var req broker.FetchRequest

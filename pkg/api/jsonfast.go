@@ -303,23 +303,16 @@ func appendEscaped(dst, b []byte) []byte {
 // jsonOutPool holds output buffers of JSON fetch answers.
 var jsonOutPool = sync.Pool{New: func() any { return new([]byte) }}
 
-// writeFetchJSON sends res as a 200 JSON fetch answer: what writeJSON
-// would send for fetchResponse, without reflection.
-func (s *server) writeFetchJSON(w http.ResponseWriter, r *http.Request, res *broker.FetchResult, enc encoding) {
-	bp := jsonOutPool.Get().(*[]byte)
-	out := *bp
-	if n := fetchJSONSize(res, enc); cap(out) < n {
-		out = make([]byte, 0, n)
-	}
-	out = appendFetchJSON(out[:0], res, enc)
-	h := w.Header()
-	h.Set("Content-Type", contentTypeJSON)
-	h.Set("Content-Length", strconv.Itoa(len(out)))
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(out)
-	if cap(out) <= maxPooledBuffer {
-		*bp = out[:0]
-		jsonOutPool.Put(bp)
+// encodeFetchJSON returns FetchAnswer's encoder of JSON fetch answers:
+// what writeJSON would send for fetchResponse, without reflection. It
+// grows dst once, to the answer's size (which for a kept answer is what it
+// keeps).
+func encodeFetchJSON(enc encoding) func(dst []byte, res *broker.FetchResult) ([]byte, error) {
+	return func(dst []byte, res *broker.FetchResult) ([]byte, error) {
+		if n := fetchJSONSize(res, enc); cap(dst)-len(dst) < n {
+			dst = append(make([]byte, 0, len(dst)+n), dst...)
+		}
+		return appendFetchJSON(dst, res, enc), nil
 	}
 }
 

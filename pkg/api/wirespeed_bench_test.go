@@ -43,9 +43,11 @@ const wireClients = 4
 // server's).
 func BenchmarkWireSpeed(b *testing.B) {
 	ctx := context.Background()
-	br := benchBroker(b)
+	br, uncached := benchBrokers(b)
 	srv := httptest.NewServer(api.New(br))
 	defer srv.Close()
+	srvUncached := httptest.NewServer(api.New(uncached))
+	defer srvUncached.Close()
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * wireClients, DisableCompression: true}}
 	defer hc.CloseIdleConnections()
 
@@ -142,9 +144,12 @@ func BenchmarkWireSpeed(b *testing.B) {
 			}
 			return o
 		}
-		fetchURL := func(c int, off int64) string {
-			return fmt.Sprintf("%s/v1/topics/%s/partitions/%d/records?offset=%d&max_records=%d&max_bytes=%d", srv.URL, topic, c, off, broker.MaxFetchRecords, 1<<20)
+		fetchURLOf := func(base string) func(c int, off int64) string {
+			return func(c int, off int64) string {
+				return fmt.Sprintf("%s/v1/topics/%s/partitions/%d/records?offset=%d&max_records=%d&max_bytes=%d", base, topic, c, off, broker.MaxFetchRecords, 1<<20)
+			}
 		}
+		fetchURL, firstReadURL := fetchURLOf(srv.URL), fetchURLOf(srvUncached.URL)
 		answer, err := get(hc, fetchURL(0, 0), "")
 		if err != nil {
 			b.Fatal(err)
@@ -162,13 +167,27 @@ func BenchmarkWireSpeed(b *testing.B) {
 			})
 		})
 		plain.Close()
-		b.Run(name("fetch-json"), func(b *testing.B) {
-			b.SetBytes(fetchBytes)
-			runClients(b, func(c int) error {
-				req, _ := http.NewRequest("GET", fetchURL(c, nextOffset(c)), nil)
-				return do(hc, req)
+		for _, f := range []struct {
+			name   string
+			url    func(int, int64) string
+			accept string
+		}{
+			{"fetch-json", fetchURL, ""},
+			{"fetch-json-first-read", firstReadURL, ""},
+			{"fetch-binary", fetchURL, wire.MediaType},
+			{"fetch-binary-first-read", firstReadURL, wire.MediaType},
+		} {
+			b.Run(name(f.name), func(b *testing.B) {
+				b.SetBytes(fetchBytes)
+				runClients(b, func(c int) error {
+					req, _ := http.NewRequest("GET", f.url(c, nextOffset(c)), nil)
+					if f.accept != "" {
+						req.Header.Set("Accept", f.accept)
+					}
+					return do(hc, req)
+				})
 			})
-		})
+		}
 		b.Run(name("engine-fetch"), func(b *testing.B) {
 			b.SetBytes(fetchBytes)
 			runClients(b, func(c int) error {
@@ -177,14 +196,6 @@ func BenchmarkWireSpeed(b *testing.B) {
 					err = fmt.Errorf("fetched %d records, want %d", len(res.Records), perFetch)
 				}
 				return err
-			})
-		})
-		b.Run(name("fetch-binary"), func(b *testing.B) {
-			b.SetBytes(fetchBytes)
-			runClients(b, func(c int) error {
-				req, _ := http.NewRequest("GET", fetchURL(c, nextOffset(c)), nil)
-				req.Header.Set("Accept", wire.MediaType)
-				return do(hc, req)
 			})
 		})
 	}

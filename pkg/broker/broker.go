@@ -99,6 +99,10 @@ type Config struct {
 	// process's view of a topic update (PATCH: partition growth, settings)
 	// is here. Default DefaultTopicRefresh.
 	TopicRefresh time.Duration
+	// AnswerCacheBytes budgets the encoded fetch answers kept for
+	// readers that ask the same again (FetchAnswer). Default
+	// DefaultAnswerCacheBytes; negative: none kept.
+	AnswerCacheBytes int64
 	// Checkpoint: writers copy every committed state to the hot tier and
 	// readers take their view from there (partition.Config.Checkpoint).
 	// For a metadata store whose reads are network requests.
@@ -120,6 +124,9 @@ func (c *Config) applyDefaults() error {
 	}
 	if c.TopicRefresh <= 0 {
 		c.TopicRefresh = DefaultTopicRefresh
+	}
+	if c.AnswerCacheBytes == 0 {
+		c.AnswerCacheBytes = DefaultAnswerCacheBytes
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -150,6 +157,8 @@ type Broker struct {
 	behind atomic.Pointer[map[meta.PartitionKey]bool]
 
 	lags lags // for metrics: group lags last computed here
+
+	answers *answers // encoded fetch answers kept (answers.go); nil: none
 
 	// crashAfter, in tests, stops DeleteTopic after the named step
 	// ("fence", "topic", "files"), as a crash there would.
@@ -198,7 +207,7 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 			return nil, fmt.Errorf("broker: data dir: %w", err)
 		}
 	}
-	b := &Broker{cfg: cfg, topics: map[string]*topic{}}
+	b := &Broker{cfg: cfg, topics: map[string]*topic{}, answers: newAnswers(cfg.AnswerCacheBytes)}
 	if cfg.Objects != nil {
 		b.cold = tier.NewReader(cfg.Objects, cfg.Cache)
 	}
@@ -793,6 +802,12 @@ func (t *topic) mapErr(ctx context.Context, err error) error {
 // Fetch reads records of one partition from req.Offset on. With Wait, a
 // fetch at the high watermark waits up to Wait for records.
 func (b *Broker) Fetch(ctx context.Context, req FetchRequest) (FetchResult, error) {
+	return b.fetch(ctx, req, nil)
+}
+
+// fetch is Fetch; with lk, a look at the committed state that finds the
+// answer kept (FetchAnswer) sets lk.hit and reads nothing.
+func (b *Broker) fetch(ctx context.Context, req FetchRequest, lk *lookup) (FetchResult, error) {
 	t, err := b.acquire(ctx, req.Topic)
 	if err != nil {
 		return FetchResult{}, err
@@ -811,11 +826,19 @@ func (b *Broker) Fetch(ctx context.Context, req FetchRequest) (FetchResult, erro
 		maxBytes = DefaultFetchSize
 	}
 	maxRecords, maxBytes = min(maxRecords, MaxFetchRecords), min(maxBytes, MaxFetchBytes)
-	recs, bounds, err := l.Read(ctx, req.Offset, maxRecords, maxBytes)
-	if err == nil && len(recs) == 0 && req.Wait > 0 && req.Offset == bounds.HighWatermark {
+	var have func(partition.Bounds) bool
+	if lk != nil {
+		lk.key = answerKey(t, req, maxRecords, maxBytes, lk.format)
+		have = b.answers.have(lk)
+	}
+	recs, bounds, had, err := l.ReadUnless(ctx, req.Offset, maxRecords, maxBytes, have)
+	if err == nil && !had && len(recs) == 0 && req.Wait > 0 && req.Offset == bounds.HighWatermark {
 		// Nothing to return yet: wait for the next commit, then read again.
 		l.Wait(ctx, req.Offset, min(req.Wait, MaxWait))
-		recs, bounds, err = l.Read(ctx, req.Offset, maxRecords, maxBytes)
+		recs, bounds, had, err = l.ReadUnless(ctx, req.Offset, maxRecords, maxBytes, have)
+	}
+	if had {
+		return FetchResult{}, nil
 	}
 	if errors.Is(err, partition.ErrNotHot) {
 		recs, bounds, err = b.fetchCold(ctx, t, l, req.Partition, req.Offset, maxRecords, maxBytes, bounds)

@@ -1051,20 +1051,33 @@ func (l *Log) Bounds(ctx context.Context) (Bounds, error) {
 // damage answers a *DamagedError naming the damaged offsets and where good
 // records resume.
 func (l *Log) Read(ctx context.Context, offset int64, maxRecords, maxBytes int) ([]segment.Record, Bounds, error) {
+	recs, b, _, err := l.ReadUnless(ctx, offset, maxRecords, maxBytes, nil)
+	return recs, b, err
+}
+
+// ReadUnless is Read for a caller that may have the answer already (an
+// encoded answer kept for given bounds): it takes the committed state as
+// Read does and, when have (if not nil) is true for its bounds, returns
+// those bounds and had true without reading a record. One look at the
+// committed state serves both the check and the read.
+func (l *Log) ReadUnless(ctx context.Context, offset int64, maxRecords, maxBytes int, have func(Bounds) bool) (_ []segment.Record, _ Bounds, had bool, _ error) {
 	v, err := l.view(ctx)
 	if err != nil {
-		return nil, Bounds{}, err
+		return nil, Bounds{}, false, err
+	}
+	if have != nil && have(v.bounds()) {
+		return nil, v.bounds(), true, nil
 	}
 	out, err := l.read(v, offset, maxRecords, maxBytes, false)
 	if gone(err) {
 		// The compactor removed a file after our view was taken (retention,
 		// or a tiered segment past its grace): look again, at the item.
 		if v, err = l.freshView(ctx); err != nil {
-			return nil, Bounds{}, err
+			return nil, Bounds{}, false, err
 		}
 		out, err = l.read(v, offset, maxRecords, maxBytes, true)
 	}
-	return out, v.bounds(), err
+	return out, v.bounds(), false, err
 }
 
 func (v *view) bounds() Bounds {
