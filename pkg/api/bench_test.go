@@ -25,7 +25,7 @@ func (w *discardWriter) Write(b []byte) (int, error) { return io.Discard.Write(b
 
 // benchBroker is a broker on the embedded store in a temporary directory,
 // closed when b ends.
-func benchBroker(b *testing.B) *broker.Broker {
+func benchBroker(b testing.TB) *broker.Broker {
 	br, _ := benchBrokers(b)
 	return br
 }
@@ -33,7 +33,7 @@ func benchBroker(b *testing.B) *broker.Broker {
 // benchBrokers returns benchBroker's broker and a second one over the
 // same data and store that reads only and keeps no answers: what a fetch
 // costs when no reader asked for the same before.
-func benchBrokers(b *testing.B) (br, uncached *broker.Broker) {
+func benchBrokers(b testing.TB) (br, uncached *broker.Broker) {
 	b.Helper()
 	root := b.TempDir()
 	store, err := local.Open(filepath.Join(root, "meta"))
