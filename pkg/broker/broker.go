@@ -69,7 +69,8 @@ type Config struct {
 	FS segment.FS
 	// Objects is the cold tier. Nil: no cold tier (nothing is ever tiered).
 	Objects objstore.Store
-	// Cache caches cold-tier indexes and artifacts. Nil: a 256 MiB cache.
+	// Cache caches cold-tier indexes and artifacts. Nil: a cache of
+	// tier.DefaultCacheBytes.
 	Cache *tier.Cache
 	// OnRoll is called when a partition seals a segment (the compactor's
 	// cue). It must not block.
@@ -135,7 +136,7 @@ func (c *Config) applyDefaults() error {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	if c.Cache == nil {
-		c.Cache = tier.NewCache(256 << 20)
+		c.Cache = tier.NewCache(tier.DefaultCacheBytes)
 	}
 	if c.FS == nil {
 		c.FS = segment.OSFS{}

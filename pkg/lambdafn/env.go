@@ -21,6 +21,7 @@ const (
 	EnvLogLevel          = "TIERLOG_LOG_LEVEL"          // trace|debug|info|warn|error; default AWS_LAMBDA_LOG_LEVEL, else info
 	EnvCreateResources   = "TIERLOG_CREATE_RESOURCES"   // 1/true: create table and bucket at init (emulators only)
 	EnvCacheBytes        = "TIERLOG_CACHE_BYTES"        // fetch: cold-tier cache budget; default 256 MiB
+	EnvAnswerCacheBytes  = "TIERLOG_ANSWER_CACHE_BYTES" // fetch: budget of fetch answers kept for readers asking again; default 64 MiB, negative: none
 	EnvCompactGrace      = "TIERLOG_COMPACT_GRACE"      // compactor: hot files of tiered segments stay this long; default 30s
 	EnvLeaseTTL          = "TIERLOG_LEASE_TTL"          // lease lifetime without a commit; default 10s
 	EnvNotifyTimeout     = "TIERLOG_NOTIFY_TIMEOUT"     // produce: bound on the compactor invoke; default 2s
@@ -45,6 +46,7 @@ type Env struct {
 	LogLevel          slog.Level
 	CreateResources   bool
 	CacheBytes        int64         // 0: the server's default
+	AnswerCacheBytes  int64         // 0: the server's default; < 0: none
 	CompactGrace      time.Duration // 0: the server's default
 	LeaseTTL          time.Duration // 0: the server's default
 	NotifyTimeout     time.Duration
@@ -98,6 +100,13 @@ func LoadEnv(getenv func(string) string) (Env, error) {
 			errs = append(errs, fmt.Errorf("%s=%q: want a positive number of bytes", EnvCacheBytes, v))
 		}
 		e.CacheBytes = n
+	}
+	if v := getenv(EnvAnswerCacheBytes); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q: want a number of bytes (negative: none)", EnvAnswerCacheBytes, v))
+		}
+		e.AnswerCacheBytes = n
 	}
 	for _, d := range []struct {
 		name string

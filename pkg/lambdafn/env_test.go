@@ -21,14 +21,14 @@ func TestLoadEnv(t *testing.T) {
 	e, err = LoadEnv(mapEnv(map[string]string{
 		EnvTable: "t", EnvBucket: "b", EnvHotDir: "/efs", EnvPrefix: "p", EnvCompactorFunction: "c",
 		EnvLogLevel: "DEBUG", EnvCreateResources: "1", EnvCacheBytes: "1048576", EnvCompactGrace: "1m",
-		EnvLeaseTTL: "5s", EnvNotifyTimeout: "500ms",
+		EnvLeaseTTL: "5s", EnvNotifyTimeout: "500ms", EnvAnswerCacheBytes: "-1",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := Env{HotDir: "/efs", Table: "t", Bucket: "b", Prefix: "p", CompactorFunction: "c", LogLevel: slog.LevelDebug,
 		CreateResources: true, CacheBytes: 1 << 20, CompactGrace: time.Minute, LeaseTTL: 5 * time.Second,
-		NotifyTimeout: 500 * time.Millisecond}
+		NotifyTimeout: 500 * time.Millisecond, AnswerCacheBytes: -1}
 	if e != want {
 		t.Fatalf("got %+v\nwant %+v", e, want)
 	}
@@ -46,12 +46,13 @@ func TestLoadEnv(t *testing.T) {
 func TestLoadEnvErrors(t *testing.T) {
 	_, err := LoadEnv(mapEnv(map[string]string{
 		EnvLogLevel: "loud", EnvCreateResources: "maybe", EnvCacheBytes: "-1", EnvCompactGrace: "soon", EnvLeaseTTL: "0s",
+		EnvAnswerCacheBytes: "lots",
 	}))
 	if err == nil {
 		t.Fatal("no error")
 	}
 	// Every problem is reported at once.
-	for _, want := range []string{EnvTable, EnvBucket, EnvLogLevel, EnvCreateResources, EnvCacheBytes, EnvCompactGrace, EnvLeaseTTL} {
+	for _, want := range []string{EnvTable, EnvBucket, EnvLogLevel, EnvCreateResources, EnvCacheBytes, EnvCompactGrace, EnvLeaseTTL, EnvAnswerCacheBytes} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not name %s: %v", want, err)
 		}

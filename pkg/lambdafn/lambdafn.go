@@ -131,18 +131,19 @@ func New(ctx context.Context, name string, opts ...Option) (*Function, error) {
 	f.tracer = tracer
 
 	cfg := server.Config{
-		Backend:         server.BackendAWS,
-		HotDir:          env.HotDir,
-		Table:           env.Table,
-		Bucket:          env.Bucket,
-		Prefix:          env.Prefix,
-		CreateResources: env.CreateResources,
-		APIOptions:      apiOptions,
-		CompactInterval: -1, // no timers in Lambda: the schedule invokes the compactor
-		CompactGrace:    env.CompactGrace,
-		LeaseTTL:        env.LeaseTTL,
-		CacheBytes:      env.CacheBytes,
-		Logger:          log,
+		Backend:          server.BackendAWS,
+		HotDir:           env.HotDir,
+		Table:            env.Table,
+		Bucket:           env.Bucket,
+		Prefix:           env.Prefix,
+		CreateResources:  env.CreateResources,
+		APIOptions:       apiOptions,
+		CompactInterval:  -1, // no timers in Lambda: the schedule invokes the compactor
+		CompactGrace:     env.CompactGrace,
+		LeaseTTL:         env.LeaseTTL,
+		CacheBytes:       env.CacheBytes,
+		AnswerCacheBytes: env.AnswerCacheBytes,
+		Logger:           log,
 		// API Gateway buffers every answer: a streaming fetch
 		// (Accept: text/event-stream) answers as a plain fetch (API.md).
 		DisableStreaming: true,

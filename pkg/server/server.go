@@ -89,8 +89,13 @@ type Config struct {
 	CompactInterval time.Duration
 	// CompactGrace is how long hot files of tiered segments stay. Default 30s.
 	CompactGrace time.Duration
-	// CacheBytes budgets the cold-tier cache. Default 256 MiB.
+	// CacheBytes budgets the cold-tier cache. Default
+	// tier.DefaultCacheBytes (256 MiB).
 	CacheBytes int64
+	// AnswerCacheBytes budgets the encoded fetch answers kept for readers
+	// that ask the same again (broker.Config.AnswerCacheBytes). 0 means
+	// broker.DefaultAnswerCacheBytes (64 MiB); < 0 keeps none.
+	AnswerCacheBytes int64
 	// BodyReadTimeout bounds the reading of one request body: a body
 	// still arriving after it is cut with 408 request_timeout and nothing
 	// is applied. 0 means DefaultBodyReadTimeout; < 0 means no bound.
@@ -161,7 +166,7 @@ func (c *Config) applyDefaults() error {
 		c.CompactInterval = 10 * time.Second
 	}
 	if c.CacheBytes <= 0 {
-		c.CacheBytes = 256 << 20
+		c.CacheBytes = tier.DefaultCacheBytes
 	}
 	if c.BodyReadTimeout == 0 {
 		c.BodyReadTimeout = DefaultBodyReadTimeout
@@ -263,6 +268,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		ReleaseEachBatch: *cfg.ReleaseEachBatch,
 		Objects:          s.Objects,
 		Cache:            s.Cache,
+		AnswerCacheBytes: cfg.AnswerCacheBytes,
 		Logger:           cfg.Logger,
 		Metrics:          s.Metrics,
 		OnRoll: func(k meta.PartitionKey) {

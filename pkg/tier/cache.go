@@ -26,6 +26,9 @@ type cacheItem struct {
 	n   int64
 }
 
+// DefaultCacheBytes is the cold-tier cache's default budget.
+const DefaultCacheBytes = 256 << 20
+
 // NewCache returns a cache holding at most budget bytes.
 func NewCache(budget int64) *Cache {
 	return &Cache{budget: budget, ll: list.New(), items: map[string]*list.Element{}}
