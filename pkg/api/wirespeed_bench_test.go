@@ -24,6 +24,12 @@ import (
 // its own partition (and, for the raw baseline, its own file).
 const wireClients = 4
 
+// fetchWindow is how many answers of each partition the fetch workloads
+// read in turn: after the first turns the server answers them with the
+// answers it kept, as it answers fan-out readers; the -first-read rows
+// ask a broker that keeps none.
+const fetchWindow = 4
+
 // BenchmarkWireSpeed runs each HTTP workload beside the baseline it is
 // judged against, in the same process and run (docs/benchmarks.md, "JSON
 // at wire speed"), for 100 B and 1 KiB records in batches of 1000:
@@ -34,9 +40,11 @@ const wireClients = 4
 //	produce-json-b64   the same with "encoding":"base64" (what pkg/client sends)
 //	produce-binary     the same batch in the binary media type
 //	plain-http-json    a plain net/http handler writing a pre-encoded JSON fetch answer of the same shape
-//	fetch-json         GET of 1 MiB (or 1000 records) from the server, JSON
+//	fetch-json         GET of 1 MiB (or 10,000 records) from the server, JSON, asked again (kept answers)
+//	fetch-json-first-read    the same from a broker that keeps no answers: each read and encoded
+//	fetch-binary       the fetch in the binary media type, asked again
+//	fetch-binary-first-read  the same from the broker that keeps none
 //	engine-fetch       Broker.Fetch in process: the same read, no HTTP
-//	fetch-binary       the fetch in the binary media type
 //
 // MB/s are of record values. Clients read answers to the end and throw
 // them away; they do not decode them (that is the client's cost, not the
@@ -99,8 +107,8 @@ func BenchmarkWireSpeed(b *testing.B) {
 			})
 		}
 
-		// Fetch what was produced (at least 4 MiB a partition, more
-		// when the produce workloads ran), one answer's worth at a time.
+		// Fetch the first fetchWindow answers of each partition (at
+		// least 4 MiB of records), one answer's worth at a time, in turn.
 		fill := make([]broker.ProduceRecord, batch)
 		for i := range fill {
 			fill[i] = broker.ProduceRecord{Value: value, Partition: -1}
@@ -130,7 +138,7 @@ func BenchmarkWireSpeed(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			hws[p] = o.HighWatermark - o.HighWatermark%perFetch
+			hws[p] = min(o.HighWatermark-o.HighWatermark%perFetch, fetchWindow*perFetch)
 			if hws[p] < perFetch {
 				b.Fatalf("partition %d has %d records, less than one fetch (%d)", p, o.HighWatermark, perFetch)
 			}
