@@ -31,8 +31,9 @@ import (
 // DefaultAnswerCacheBytes is Config.AnswerCacheBytes's default.
 const DefaultAnswerCacheBytes = 64 << 20
 
-// answerSeenBytes budgets the keys of answers asked for once (about a
-// thousand): an answer is kept the second time it is asked for, so one
+// answerSeenBytes budgets the keys of answers asked for once (each costs
+// its length plus 64 bytes: about 500 keys of a topic ID, the request and
+// the encoding): an answer is kept the second time it is asked for, so one
 // consumer reading forward keeps nothing and costs no copy.
 const answerSeenBytes = 64 << 10
 
