@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -52,3 +54,66 @@ func BenchmarkPartition(b *testing.B) {
 }
 
 var _ meta.Store = (*Store)(nil)
+
+// BenchmarkCommitConcurrent is Commit from many writers at once, each on
+// its own partition, as a broker's producers commit: a commit that finds
+// one in flight waits for it and then shares the next frame and fdatasync
+// with every commit queued behind it (group commit). syncs/op is
+// fdatasyncs per Commit.
+func BenchmarkCommitConcurrent(b *testing.B) {
+	for _, writers := range []int{1, 4, 16} {
+		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
+			s := openT(b, b.TempDir(), WithSnapshotBytes(1<<40)) // no rotation: it would replace the counting file
+			var syncs atomic.Int64
+			s.c.Lock()
+			s.c.j = &countingFile{file: s.c.j, syncs: &syncs}
+			s.c.Unlock()
+			ctx := context.Background()
+			parts := make([]meta.Partition, writers)
+			for w := range parts {
+				a, err := s.Acquire(ctx, pkey(w), "bench", t0, time.Hour)
+				must(b, err)
+				parts[w] = committed(a.Partition, 1, 16)
+			}
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			errs := make(chan error, writers)
+			b.ReportAllocs()
+			b.ResetTimer()
+			syncs.Store(0)
+			for w := range writers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					p := parts[w]
+					for n := next.Add(1); n <= int64(b.N); n = next.Add(1) {
+						p.NextOffset++
+						if err := s.Commit(ctx, p, false, t0, time.Hour); err != nil {
+							errs <- err
+							return
+						}
+						p.Version++
+					}
+				}()
+			}
+			wg.Wait()
+			b.StopTimer()
+			close(errs)
+			for err := range errs {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(syncs.Load())/float64(b.N), "syncs/op")
+		})
+	}
+}
+
+// countingFile counts a journal's syncs.
+type countingFile struct {
+	file
+	syncs *atomic.Int64
+}
+
+func (f *countingFile) Sync() error {
+	f.syncs.Add(1)
+	return f.file.Sync()
+}

@@ -184,13 +184,14 @@ func (s *Store) load() error {
 			}
 		}
 		s.setJournal(j, seq)
-		s.w.size = lengths[seq].valid
+		s.c.size = lengths[seq].valid
 	}
 	if len(live) == 0 {
 		lengths[first] = journalLength{valid: FileHeaderSize, file: 0}
 	}
-	s.checkClosed(&rec, first, s.w.seq, lengths)
+	s.checkClosed(&rec, first, s.c.seq, lengths)
 	s.mu.st = st
+	s.w.st = st.clone()
 	s.recovery = rec
 	s.report(rec)
 	return nil
@@ -233,8 +234,8 @@ func (s *Store) checkClosed(rec *Recovery, first, lastSeq uint64, lengths map[ui
 }
 
 func (s *Store) setJournal(j file, seq uint64) {
-	s.w.j, s.w.seq, s.w.size = j, seq, FileHeaderSize
-	s.w.rotateAt = FileHeaderSize + s.opts.snapshotBytes
+	s.c.j, s.c.seq, s.c.size = j, seq, FileHeaderSize
+	s.c.rotateAt = FileHeaderSize + s.opts.snapshotBytes
 }
 
 // repairTail makes the last journal end at valid, its last whole frame:
@@ -392,19 +393,22 @@ type stuckJournalError struct{ error }
 func (e *stuckJournalError) Unwrap() error { return e.error }
 
 // rotate starts journal seq+1 and writes a snapshot of the state up to it,
-// then deletes older journals. Called with w held. See the package doc for
+// then deletes older journals. Called with c held. See the package doc for
 // why every crash point is safe.
 func (s *Store) rotate() error {
-	seq := s.w.seq + 1
+	seq := s.c.seq + 1
 	j, err := createJournal(s.dir, seq)
 	if err != nil {
 		var stuck *stuckJournalError
 		if errors.As(err, &stuck) {
+			s.c.err = err
+			s.w.Lock()
 			s.w.err = err
+			s.w.Unlock()
 		}
 		return err
 	}
-	prev := s.w.j
+	prev := s.c.j
 	s.setJournal(j, seq)
 	prev.Close() // fully synced; a close error loses nothing
 

@@ -41,6 +41,7 @@ const (
 	opDelGroup   = "del_group"
 	opDelOffsets = "del_offsets"
 	opDelSeg     = "del_seg"
+	opBatch      = "batch" // mutations committed together (group commit)
 	opEnd        = "end"
 	opClosed     = "closed" // the close record's only frame (CLOSED)
 )
@@ -196,6 +197,7 @@ type entry struct {
 	Seg     *meta.CatalogEntry `json:"seg,omitempty"`
 	Size    int64              `json:"size,omitempty"` // closed: the journal's length
 	GState  *meta.GroupState   `json:"gstate,omitempty"`
+	Batch   []*entry           `json:"batch,omitempty"` // batch: its mutations, in order
 }
 
 // partKey is meta.PartitionKey as written in an entry.
@@ -210,25 +212,44 @@ func decodeEntry(payload []byte, pos int) (*entry, error) {
 	if err := json.Unmarshal(payload, &e); err != nil {
 		return nil, fmt.Errorf("%w: entry at %d: %v", ErrCorrupt, pos, err)
 	}
-	ok := false
-	switch e.Op {
-	case opPutTopic:
-		ok = e.Topic != nil
-	case opPutPart:
-		ok = e.Part != nil
-	case opDelPart:
-		ok = e.Key != nil
-	case opPutSeg, opDelSeg:
-		ok = e.Key != nil && e.Seg != nil
-	case opPutGroup:
-		ok = e.GState != nil
-	case opDelGroup, opDelOffsets:
-		ok = e.Group != ""
-	case opDelTopic, opPutOffsets, opEnd, opClosed:
-		ok = true
+	ok := validEntry(&e)
+	if e.Op == opBatch {
+		ok = len(e.Batch) > 0
+		for _, m := range e.Batch {
+			ok = ok && m != nil && m.Op != opEnd && m.Op != opClosed && validEntry(m)
+		}
 	}
 	if !ok {
 		return nil, fmt.Errorf("%w: entry at %d: bad op %q", ErrCorrupt, pos, e.Op)
 	}
 	return &e, nil
 }
+
+// validEntry reports whether e is a known op other than batch with the
+// fields it needs.
+func validEntry(e *entry) bool {
+	switch e.Op {
+	case opPutTopic:
+		return e.Topic != nil
+	case opPutPart:
+		return e.Part != nil
+	case opDelPart:
+		return e.Key != nil
+	case opPutSeg, opDelSeg:
+		return e.Key != nil && e.Seg != nil
+	case opPutGroup:
+		return e.GState != nil
+	case opDelGroup, opDelOffsets:
+		return e.Group != ""
+	case opDelTopic, opPutOffsets, opEnd, opClosed:
+		return true
+	}
+	return false
+}
+
+// batchHead and batchTail wrap the payloads of a group commit's entries,
+// joined by commas, into one batch payload.
+const (
+	batchHead = `{"op":"` + opBatch + `","batch":[`
+	batchTail = `]}`
+)

@@ -302,9 +302,9 @@ func TestUnavailableErrorsNameNoPath(t *testing.T) {
 	s := openT(t, dir)
 	populate(t, s)
 	enospc := &fs.PathError{Op: "write", Path: journalPath(dir, 1), Err: syscall.ENOSPC}
-	s.w.Lock()
-	s.w.j = &pathFaultFile{file: s.w.j, err: enospc}
-	s.w.Unlock()
+	s.c.Lock()
+	s.c.j = &pathFaultFile{file: s.c.j, err: enospc}
+	s.c.Unlock()
 	ctx := context.Background()
 	check := func(what string, err error) {
 		t.Helper()

@@ -74,10 +74,30 @@ func (st *state) apply(e *entry) error {
 		if len(st.segs[k]) == 0 {
 			delete(st.segs, k)
 		}
+	case opBatch:
+		for _, m := range e.Batch {
+			if m.Op == opBatch {
+				return fmt.Errorf("%w: batch inside a batch", ErrCorrupt)
+			}
+			if err := st.apply(m); err != nil {
+				return err
+			}
+		}
 	default:
 		return fmt.Errorf("%w: op %q is not a mutation", ErrCorrupt, e.Op)
 	}
 	return nil
+}
+
+// clone returns a deep copy of st.
+func (st *state) clone() state {
+	c := newState()
+	for _, e := range st.entries() {
+		if err := c.apply(e); err != nil {
+			panic(err) // entries returns put entries only
+		}
+	}
+	return c
 }
 
 // entries returns the state as put entries in a stable order: topics by

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tierlog/tierlog/pkg/meta"
@@ -89,25 +90,49 @@ type Store struct {
 	lock     *os.File // holds the flock
 	recovery Recovery // what Open repaired; immutable after Open
 
-	// w serializes mutations: condition check, journal write, fsync,
-	// apply, rotation. It is held across the fsync; readers never take it.
+	// w serializes decisions: a mutation's condition is checked against
+	// st, the durable state plus every entry staged after it, and its entry
+	// is staged (applied to st, queued for the journal) under w. Nobody
+	// holds w across a disk write.
 	w struct {
 		sync.Mutex
-		j        file   // current journal
-		seq      uint64 // current journal's seq
-		size     int64  // bytes in j, all durable
-		rotateAt int64  // rotate when size reaches this
-		err      error  // sticky: a write or fsync failed, state on disk unknown
-		buf      []byte // frame buffer, reused
+		st     state      // durable state plus queue
+		queue  []*pending // staged, not yet written, oldest first
+		staged uint64     // entries staged since Open; the last one's ticket
+		err    error      // sticky: set by the committer when a write or sync failed
 	}
 
-	// mu guards the in-memory state. It is written only by a holder of w
-	// (lock order: w, then mu), so a holder of w may read st without mu.
+	// c serializes commits (group commit): its holder takes every staged
+	// entry, writes them as one frame, syncs, applies them to the durable
+	// state and rotates the journal when due. Lock order: c, then w, then mu.
+	c struct {
+		sync.Mutex
+		j        file          // current journal
+		seq      uint64        // current journal's seq
+		size     int64         // bytes in j, all durable
+		rotateAt int64         // rotate when size reaches this
+		err      error         // sticky: a write or fsync failed, state on disk unknown
+		buf      []byte        // frame buffer, reused
+		durable  atomic.Uint64 // tickets up to this one are durable and applied; read without c
+	}
+
+	// mu guards the durable state, the one readers see. It is written only
+	// by a holder of c, so a holder of c may read st without mu.
 	mu struct {
 		sync.RWMutex
 		st     state
 		closed bool
 	}
+
+	// stagedHook, when set (tests only), runs after each decision under w.
+	stagedHook func()
+}
+
+// pending is a staged mutation: its entry, encoded, and its ticket.
+type pending struct {
+	e       *entry
+	payload []byte
+	ticket  uint64
 }
 
 var _ meta.Store = (*Store)(nil)
@@ -135,8 +160,8 @@ func Open(dir string, opts ...Option) (*Store, error) {
 	}
 	s.lock = lock
 	if err := s.load(); err != nil {
-		if s.w.j != nil {
-			s.w.j.Close()
+		if s.c.j != nil {
+			s.c.j.Close()
 		}
 		lock.Close()
 		return nil, err
@@ -144,27 +169,36 @@ func Open(dir string, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
-// Close closes the journal, records its length in CLOSED (see the package
-// doc) and releases the directory lock. Closing again is a no-op. Every
-// acknowledged mutation is already durable.
+// Close commits what is staged, closes the journal, records its length in
+// CLOSED (see the package doc) and releases the directory lock. Closing
+// again is a no-op. Every acknowledged mutation is already durable.
 func (s *Store) Close() error {
+	s.c.Lock()
+	defer s.c.Unlock()
 	s.w.Lock()
-	defer s.w.Unlock()
 	s.mu.Lock()
-	if s.mu.closed {
-		s.mu.Unlock()
+	closed := s.mu.closed
+	s.mu.closed = true
+	s.mu.Unlock()
+	s.w.Unlock()
+	if closed {
 		return nil
 	}
-	s.mu.closed = true
+	// Mutations staged before the close are waiting for c: commit them,
+	// so that each is answered by what happened to it.
+	for s.c.err == nil && s.c.durable.Load() < s.w.staged {
+		s.commit()
+	}
+	s.mu.Lock()
 	s.mu.st = state{}
 	s.mu.Unlock()
-	if s.w.err == nil {
+	if s.c.err == nil {
 		// Only evidence for the next Open: a failure loses nothing.
-		if err := writeClosed(s.dir, s.w.seq, s.w.size); err != nil {
+		if err := writeClosed(s.dir, s.c.seq, s.c.size); err != nil {
 			s.opts.logger.Warn("meta/local: could not record the journal length at close", "dir", s.dir, "err", err)
 		}
 	}
-	return errors.Join(s.w.j.Close(), s.lock.Close())
+	return errors.Join(s.c.j.Close(), s.lock.Close())
 }
 
 // Recovery reports what Open dropped from the journal or found missing
@@ -184,70 +218,150 @@ func (s *Store) read(ctx context.Context, f func(st *state) error) error {
 	return f(&s.mu.st)
 }
 
-// mutate is every write: under w, check decides against the current state
-// and returns the entry to write (nil: nothing to do); mutate makes it
-// durable, applies it, and rotates the journal if it is due.
+// mutate is every write. Under w, check decides against the durable state
+// plus what is staged and returns the entry to write (nil: nothing to do);
+// mutate stages it. Then it waits until its entry, and every entry staged
+// before its decision, is durable: committing them itself (with whatever
+// else is staged by then, one frame and one sync for all) unless another
+// caller's commit covers them. So a mutation is answered only after
+// everything its answer depends on is durable, a decision or error
+// included; a failed commit fails every mutation waiting on it.
 func (s *Store) mutate(ctx context.Context, check func(st *state) (*entry, error)) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%w: meta/local: %w", meta.ErrUnavailable, err)
 	}
 	s.w.Lock()
-	defer s.w.Unlock()
+	ticket, err := s.decide(ctx, check)
+	if s.stagedHook != nil {
+		s.stagedHook()
+	}
+	s.w.Unlock()
+	if ticket == 0 {
+		return err
+	}
+	if werr := s.await(ticket); werr != nil {
+		return werr
+	}
+	return err
+}
+
+// decide runs check under w and stages its entry. It returns the ticket
+// mutate must wait for (0: nothing, the store refused before deciding)
+// and check's error.
+func (s *Store) decide(ctx context.Context, check func(st *state) (*entry, error)) (uint64, error) {
 	if s.mu.closed {
-		return ErrClosed
+		return 0, ErrClosed
 	}
 	if s.w.err != nil {
-		return fmt.Errorf("%w: meta/local: an earlier journal write failed, reopen the store: %w", meta.ErrUnavailable, s.pathless(s.w.err))
+		return 0, fmt.Errorf("%w: meta/local: an earlier journal write failed, reopen the store: %w", meta.ErrUnavailable, s.pathless(s.w.err))
 	}
-	if err := ctx.Err(); err != nil { // waited for the lock; nothing written yet
-		return fmt.Errorf("%w: meta/local: %w", meta.ErrUnavailable, err)
+	if err := ctx.Err(); err != nil { // waited for the lock; nothing decided
+		return 0, fmt.Errorf("%w: meta/local: %w", meta.ErrUnavailable, err)
 	}
-	e, err := check(&s.mu.st)
+	e, err := check(&s.w.st)
 	if err != nil || e == nil {
-		return err
+		return s.w.staged, err
 	}
-	if err := s.appendEntry(e); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	err = s.mu.st.apply(e)
-	s.mu.Unlock()
+	payload, err := json.Marshal(e)
 	if err != nil {
+		return s.w.staged, fmt.Errorf("meta/local: encode %s: %w", e.Op, err)
+	}
+	if len(payload) > MaxEntrySize {
+		return s.w.staged, fmt.Errorf("%w: %d bytes, limit %d (%s)", ErrTooLarge, len(payload), MaxEntrySize, e.Op)
+	}
+	if err := s.w.st.apply(e); err != nil {
 		panic(err) // only mutate's own entries get here
 	}
-	if s.w.size >= s.w.rotateAt {
-		if err := s.rotate(); err != nil {
-			// The mutation is durable; only the snapshot failed. Try again
-			// after another threshold of journal.
-			s.w.rotateAt = s.w.size + s.opts.snapshotBytes
+	s.w.staged++
+	s.w.queue = append(s.w.queue, &pending{e: e, payload: payload, ticket: s.w.staged})
+	return s.w.staged, nil
+}
+
+// await returns once every entry up to ticket is durable, committing
+// them if no one else has, or the error that stopped them.
+func (s *Store) await(ticket uint64) error {
+	if s.c.durable.Load() >= ticket {
+		return nil
+	}
+	s.c.Lock()
+	defer s.c.Unlock()
+	for s.c.durable.Load() < ticket {
+		if s.c.err != nil {
+			return fmt.Errorf("%w: meta/local: journal %w", meta.ErrUnavailable, s.pathless(s.c.err))
 		}
+		s.commit()
 	}
 	return nil
 }
 
-// appendEntry writes e as one frame at the journal's end and syncs it.
-// Called with w held.
-func (s *Store) appendEntry(e *entry) error {
-	payload, err := json.Marshal(e)
-	if err != nil {
-		return fmt.Errorf("meta/local: encode %s: %w", e.Op, err)
+// commit writes the staged entries, as many as one frame holds, as one
+// frame (a batch when there are several), syncs the journal, applies them
+// to the durable state and rotates the journal if it is due. On a failed
+// write or sync it sets the sticky error instead. Called with c held.
+func (s *Store) commit() {
+	s.w.Lock()
+	n, size := 0, len(batchHead)+len(batchTail)
+	for n < len(s.w.queue) && (n == 0 || size+len(s.w.queue[n].payload)+1 <= MaxEntrySize) {
+		size += len(s.w.queue[n].payload) + 1
+		n++
 	}
-	s.w.buf, err = appendFrame(s.w.buf[:0], payload)
-	if err != nil {
-		return fmt.Errorf("%w (%s)", err, e.Op)
-	}
-	if _, err := s.w.j.WriteAt(s.w.buf, s.w.size); err != nil {
+	group := slices.Clone(s.w.queue[:n])
+	s.w.queue = slices.Delete(s.w.queue, 0, n)
+	s.w.Unlock()
+
+	if err := s.appendFrame(group); err != nil {
+		s.c.err = err
+		s.w.Lock()
 		s.w.err = err
-		return fmt.Errorf("%w: meta/local: journal write: %w", meta.ErrUnavailable, s.pathless(err))
+		s.w.Unlock()
+		return
 	}
-	if err := s.w.j.Sync(); err != nil {
-		s.w.err = err
-		return fmt.Errorf("%w: meta/local: journal sync: %w", meta.ErrUnavailable, s.pathless(err))
+	s.mu.Lock()
+	for _, p := range group {
+		if err := s.mu.st.apply(p.e); err != nil {
+			panic(err) // only mutate's own entries get here
+		}
 	}
-	s.w.size += int64(len(s.w.buf))
-	if cap(s.w.buf) > 1<<20 {
-		s.w.buf = nil // do not pin one huge entry's buffer
+	s.mu.Unlock()
+	s.c.durable.Store(group[len(group)-1].ticket)
+	if s.c.size >= s.c.rotateAt {
+		if err := s.rotate(); err != nil {
+			// The mutations are durable; only the snapshot failed. Try
+			// again after another threshold of journal.
+			s.c.rotateAt = s.c.size + s.opts.snapshotBytes
+		}
 	}
+}
+
+// appendFrame writes group as one frame at the journal's end and syncs
+// it: the one entry's payload, or a batch of them. Called with c held.
+func (s *Store) appendFrame(group []*pending) error {
+	payload := group[0].payload
+	if len(group) > 1 {
+		payload = append([]byte(nil), batchHead...)
+		for i, p := range group {
+			if i > 0 {
+				payload = append(payload, ',')
+			}
+			payload = append(payload, p.payload...)
+		}
+		payload = append(payload, batchTail...)
+	}
+	buf, err := appendFrame(s.c.buf[:0], payload)
+	if err != nil {
+		return err // cannot happen: decide and commit bound the payload
+	}
+	s.c.buf = buf
+	if cap(s.c.buf) > 1<<20 {
+		defer func() { s.c.buf = nil }() // do not pin one huge frame's buffer
+	}
+	if _, err := s.c.j.WriteAt(buf, s.c.size); err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	if err := s.c.j.Sync(); err != nil {
+		return fmt.Errorf("sync: %w", err)
+	}
+	s.c.size += int64(len(buf))
 	return nil
 }
 

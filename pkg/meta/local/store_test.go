@@ -589,10 +589,10 @@ func TestWriteFaults(t *testing.T) {
 			populate(t, s)
 			before := dump(s)
 			ff := tc.fault
-			s.w.Lock()
-			ff.file = s.w.j
-			s.w.j = &ff
-			s.w.Unlock()
+			s.c.Lock()
+			ff.file = s.c.j
+			s.c.j = &ff
+			s.c.Unlock()
 
 			ctx := context.Background()
 			err := s.CreateTopic(ctx, meta.TopicConfig{Name: "x"})
