@@ -35,6 +35,10 @@ type cmd struct {
 	// second ask of an answer keeps it, the third is answered with it:
 	// broker.FetchAnswer).
 	again int
+	// reask: a broker asks its last read again instead (as a consumer at
+	// the tail asks the same offset until something new is committed),
+	// so that a kept answer meets the commits after it.
+	reask bool
 }
 
 // opBackoff is where a client waits before it retries a batch.
@@ -95,7 +99,7 @@ func (w *World) randomCmd(a *Actor) cmd {
 		if r.IntN(6) == 0 && hw > 0 {
 			return cmd{kind: cmdOffsetForTime, p: p, ts: w.s.base.UnixMilli() + r.Int64N(int64(w.s.now/time.Millisecond)+1)}
 		}
-		return cmd{kind: cmdRead, p: p, offset: r.Int64N(hw + 1), max: 1 + r.IntN(20), maxBytes: 1 + r.IntN(2000), again: 2 * (r.IntN(4) / 3)}
+		return cmd{kind: cmdRead, p: p, offset: r.Int64N(hw + 1), max: 1 + r.IntN(20), maxBytes: 1 + r.IntN(2000), again: 2 * (r.IntN(4) / 3), reask: r.IntN(3) == 0}
 	}
 	if !w.quiet && r.IntN(25) == 0 {
 		return cmd{kind: cmdRestart}
@@ -247,6 +251,16 @@ func (w *World) acked(a *Actor, p int, id string, vals []string, recs []partitio
 		pm.maxAcked = max(pm.maxAcked, off+1)
 		w.res.Acked++
 	}
+	// The process that was told of the commit reads it from then on: a
+	// later read by it that reports a lower high watermark went back (a
+	// kept fetch answer served after the commit it predates, say).
+	k := readerKey(a, id, p)
+	w.readerHW[k] = max(w.readerHW[k], app.BaseOffset+int64(len(vals)))
+}
+
+// readerKey names one process's view of one partition of one incarnation.
+func readerKey(a *Actor, topicID string, p int) string {
+	return fmt.Sprintf("%s#%d#%s#%d", a.Name, a.incarnation, topicID, p)
 }
 
 func (w *World) readerBody(a *Actor) {
@@ -291,13 +305,14 @@ func (w *World) read(a *Actor, pm *part, l *partition.Log, c cmd) {
 
 // checkReaderHW checks the high watermark a read reported: committed (I3:
 // no reader is told of an offset before its commit), and never lower than
-// what the same reader process was told before (checkpoints may lag; a
-// view may not go back).
+// what the same reader process was told before, by a read or by the
+// acknowledgement of its own append (checkpoints may lag; a view may not
+// go back).
 func (w *World) checkReaderHW(a *Actor, pm *part, hw int64) {
 	if c := w.committed(pm).NextOffset; hw > c {
 		w.fail(fmt.Errorf("I3: %d: %s was told high watermark %d, committed %d", pm.p, a.Name, hw, c))
 	}
-	k := fmt.Sprintf("%s#%d#%s#%d", a.Name, a.incarnation, pm.key.TopicID, pm.p)
+	k := readerKey(a, pm.key.TopicID, pm.p)
 	if last, ok := w.readerHW[k]; ok && hw < last {
 		w.fail(fmt.Errorf("I1: %d: %s was told high watermark %d after %d", pm.p, a.Name, hw, last))
 	}

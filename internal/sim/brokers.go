@@ -103,6 +103,10 @@ func (w *World) brokerBody(a *Actor, release bool) {
 		case cmdAppend:
 			w.produce(a, c.p, c.n, c.pad, c.mode, do)
 		case cmdRead:
+			if last, ok := w.lastAsk[a]; ok && c.reask && last.p == c.p {
+				c.offset, c.max, c.maxBytes = last.offset, last.max, last.maxBytes
+			}
+			w.lastAsk[a] = c
 			for range 1 + c.again {
 				w.brokerFetch(a, b, c)
 			}

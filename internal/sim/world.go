@@ -249,6 +249,7 @@ type World struct {
 	// (partition.Config.Checkpoint), per seed.
 	ckpt     bool
 	readerHW map[string]int64 // reader process and partition -> high watermark it last saw
+	lastAsk  map[*Actor]cmd   // a broker's last read, which it may ask again later
 
 	// createTime: the topic takes producer timestamps (I6 does not hold);
 	// headers: records carry headers, derived from their values
@@ -326,6 +327,7 @@ func NewWorld(cfg Config) *World {
 	// about one, or the default.
 	w.busyWait = [...]time.Duration{300 * time.Millisecond, 2 * time.Second, 0}[w.s.rng.IntN(3)]
 	w.ckpt = w.s.rng.IntN(2) == 0
+	w.lastAsk = map[*Actor]cmd{}
 	w.readerHW = map[string]int64{}
 	// The record kinds come from a generator of their own, so the main
 	// one (and what every seed did before) is unchanged.

@@ -121,6 +121,9 @@ func (l *Log) AppendBatch(ctx context.Context, b Batch) (Appended, error) {
 	// The batch may already be on disk: wait for its outcome whatever ctx
 	// says, so a caller never gets an error for an acknowledged batch.
 	r := <-p.done
+	if r.err == nil {
+		l.sawAck(r.app.BaseOffset + int64(len(b.Records)))
+	}
 	return r.app, r.err
 }
 

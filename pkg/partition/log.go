@@ -315,6 +315,11 @@ type Log struct {
 	inUse       map[string]bool // keys of batches being appended here, under qmu
 
 	committed atomic.Pointer[view] // last view published: wakes waiters only
+	// ackedEnd is the end of the highest batch this Log acknowledged: no
+	// view it reads from then on has an older high watermark (a batch
+	// another writer committed for it may be acknowledged before that
+	// writer's checkpoint names the commit).
+	ackedEnd atomic.Int64
 
 	// Parsed indexes of segments, by the committed length they were read
 	// for: entries below a committed length never change, so a fetch
@@ -975,17 +980,23 @@ func (l *Log) Close(ctx context.Context) error {
 // view returns the committed state. The metadata store has it all: the
 // lease holder's commits and the compactor's log start and cold end. With
 // the embedded store this is a map read; on DynamoDB one consistent read.
+//
+// A view is never older than one this Log published, nor than a batch it
+// acknowledged (read your writes): a checkpoint behind either is not used.
 func (l *Log) view(ctx context.Context) (*view, error) {
+	acked := l.ackedEnd.Load()
 	if l.cfg.Checkpoint {
 		if v, ok := l.readCheckpoint(false); ok {
 			cur := l.committed.Load()
 			if cur != nil && cur.hw > v.hw {
-				return cur, nil // a view is never older than one published
-			}
-			if cur == nil || v.hw > cur.hw {
+				v = cur // a view is never older than one published
+			} else if cur == nil || v.hw > cur.hw {
 				l.publishView(v) // another process committed: wake waiters
 			}
-			return v, nil
+			if v.hw >= acked {
+				return v, nil
+			}
+			return l.freshView(ctx)
 		}
 		// No checkpoint: a partition never written (or not since the
 		// checkpoint was removed). An empty view read from the item in
@@ -995,7 +1006,7 @@ func (l *Log) view(ctx context.Context) (*view, error) {
 		l.ckpt.Lock()
 		recent := l.cfg.Now().Sub(l.ckpt.emptyAt) < ckptFresh
 		l.ckpt.Unlock()
-		if v := l.committed.Load(); recent && v != nil && v.hw == 0 {
+		if v := l.committed.Load(); recent && v != nil && v.hw == 0 && acked == 0 {
 			return v, nil
 		}
 	}
@@ -1027,6 +1038,16 @@ func (l *Log) freshView(ctx context.Context) (*view, error) {
 		l.ckpt.Unlock()
 	}
 	return v, nil
+}
+
+// sawAck notes that a batch ending at end was acknowledged.
+func (l *Log) sawAck(end int64) {
+	for {
+		cur := l.ackedEnd.Load()
+		if end <= cur || l.ackedEnd.CompareAndSwap(cur, end) {
+			return
+		}
+	}
 }
 
 // LastBounds returns the bounds of the last view this Log published (its
