@@ -2,7 +2,9 @@ package broker
 
 import (
 	"context"
+	"math/bits"
 	"strconv"
+	"sync"
 
 	"github.com/tierlog/tierlog/pkg/partition"
 	"github.com/tierlog/tierlog/pkg/tier"
@@ -78,6 +80,7 @@ type lookup struct {
 	format string
 	key    string
 	hit    *answer
+	bufs   readBufs // what the fetch read into; reused once the answer is encoded
 }
 
 func (a *answers) have(lk *lookup) func(partition.Bounds) bool {
@@ -101,19 +104,19 @@ func (a *answers) have(lk *lookup) func(partition.Bounds) bool {
 // answer; shared is true when body is a kept answer, which the caller must
 // not modify or reuse, and false when body is what encode appended to dst.
 // An error is Fetch's, or encode's.
+//
+// The records of an answer die with it (encode must not keep them), so a
+// fetch reads them into buffers that later fetches reuse.
 func (b *Broker) FetchAnswer(ctx context.Context, req FetchRequest, format string, dst []byte, encode func(dst []byte, res *FetchResult) ([]byte, error)) (body []byte, shared bool, err error) {
-	if b.answers == nil {
-		res, err := b.Fetch(ctx, req)
-		if err != nil {
-			return nil, false, err
-		}
-		body, err = encode(dst, &res)
-		return body, false, err
-	}
 	lk := &lookup{format: format}
+	defer lk.bufs.release()
 	res, err := b.fetch(ctx, req, lk)
 	if err != nil {
 		return nil, false, err
+	}
+	if b.answers == nil {
+		body, err = encode(dst, &res)
+		return body, false, err
 	}
 	if lk.hit != nil {
 		return lk.hit.body, true, nil
@@ -133,4 +136,37 @@ func (b *Broker) FetchAnswer(ctx context.Context, req FetchRequest, format strin
 	e := &answer{body: body, logStart: res.LogStartOffset, hw: res.HighWatermark}
 	b.answers.kept.Put(lk.key, e, int64(cap(body)+len(lk.key)+64))
 	return body, true, nil
+}
+
+// readBufs hands out the buffers one fetch reads records into, from
+// pools by power-of-two size, and gives them back when the fetch's answer
+// is encoded (release).
+type readBufs struct{ held []*[]byte }
+
+const (
+	minReadBufShift = 12 // 4 KiB
+	maxReadBufShift = 23 // 8 MiB: larger reads are not pooled
+)
+
+var readBufPools [maxReadBufShift + 1]sync.Pool // *[]byte of cap 1<<i
+
+func (r *readBufs) alloc(n int) []byte {
+	shift := max(minReadBufShift, bits.Len(uint(max(n, 1)-1)))
+	if shift > maxReadBufShift {
+		return make([]byte, n)
+	}
+	p, _ := readBufPools[shift].Get().(*[]byte)
+	if p == nil {
+		b := make([]byte, 1<<shift)
+		p = &b
+	}
+	r.held = append(r.held, p)
+	return (*p)[:n]
+}
+
+func (r *readBufs) release() {
+	for _, p := range r.held {
+		readBufPools[bits.Len(uint(cap(*p)-1))].Put(p)
+	}
+	r.held = nil
 }

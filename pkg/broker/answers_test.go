@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -129,6 +130,69 @@ func TestFetchAnswerKeptWhileBoundsHold(t *testing.T) {
 		}
 		if !strings.HasPrefix(string(res.Records[0].Value), "new-000-") || kept != (i == 2) {
 			t.Fatalf("new incarnation, ask %d: first value %q, kept %v", i, res.Records[0].Value, kept)
+		}
+	}
+}
+
+// TestFetchAnswerReadBuffers: FetchAnswer reads records into buffers that
+// later fetches reuse; concurrent fetches never see each other's, and
+// every record an encoder is handed is the record at its offset until the
+// encoder returns.
+func TestFetchAnswerReadBuffers(t *testing.T) {
+	e := newColdEnv(t, true)
+	const topic, n = "bufs", 400
+	if _, err := e.b.CreateTopic(e.ctx, broker.TopicSpec{Name: topic, Partitions: ref(1)}); err != nil {
+		t.Fatal(err)
+	}
+	value := func(off int64) string { return fmt.Sprintf("v%05d-%0*d", off, int(off%300), off) }
+	recs := make([]broker.ProduceRecord, n)
+	for i := range recs {
+		recs[i] = broker.ProduceRecord{Value: []byte(value(int64(i)))}
+	}
+	if _, err := e.b.ProducePartition(e.ctx, topic, 0, recs); err != nil {
+		t.Fatal(err)
+	}
+	check := func(res *broker.FetchResult, from int64) error {
+		for i, r := range res.Records {
+			if r.Offset != from+int64(i) || string(r.Value) != value(r.Offset) {
+				return fmt.Errorf("fetch from %d: record %d is offset %d %.12q, want %.12q", from, i, r.Offset, r.Value, value(from+int64(i)))
+			}
+		}
+		return nil
+	}
+	errs := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			for i := range 150 {
+				from := int64((g*151 + i*37) % n)
+				req := broker.FetchRequest{Topic: topic, Offset: from, MaxRecords: 1 + (i*7+g)%60, MaxBytes: 1 + (i*97)%20000}
+				var inside error
+				body, _, err := e.b.FetchAnswer(e.ctx, req, fmt.Sprint("json-", g%2), nil, func(dst []byte, res *broker.FetchResult) ([]byte, error) {
+					runtime.Gosched() // let other fetches read meanwhile
+					inside = check(res, from)
+					out, err := json.Marshal(res)
+					return append(dst, out...), err
+				})
+				if err == nil {
+					err = inside
+				}
+				if err == nil {
+					var res broker.FetchResult
+					if err = json.Unmarshal(body, &res); err == nil {
+						err = check(&res, from)
+					}
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -807,7 +807,8 @@ func (b *Broker) Fetch(ctx context.Context, req FetchRequest) (FetchResult, erro
 }
 
 // fetch is Fetch; with lk, a look at the committed state that finds the
-// answer kept (FetchAnswer) sets lk.hit and reads nothing.
+// answer kept (FetchAnswer) sets lk.hit and reads nothing, and hot records
+// are read into lk.bufs.
 func (b *Broker) fetch(ctx context.Context, req FetchRequest, lk *lookup) (FetchResult, error) {
 	t, err := b.acquire(ctx, req.Topic)
 	if err != nil {
@@ -827,16 +828,22 @@ func (b *Broker) fetch(ctx context.Context, req FetchRequest, lk *lookup) (Fetch
 		maxBytes = DefaultFetchSize
 	}
 	maxRecords, maxBytes = min(maxRecords, MaxFetchRecords), min(maxBytes, MaxFetchBytes)
-	var have func(partition.Bounds) bool
+	var (
+		have  func(partition.Bounds) bool
+		alloc func(n int) []byte
+	)
 	if lk != nil {
-		lk.key = answerKey(t, req, maxRecords, maxBytes, lk.format)
-		have = b.answers.have(lk)
+		alloc = lk.bufs.alloc
+		if b.answers != nil {
+			lk.key = answerKey(t, req, maxRecords, maxBytes, lk.format)
+			have = b.answers.have(lk)
+		}
 	}
-	recs, bounds, had, err := l.ReadUnless(ctx, req.Offset, maxRecords, maxBytes, have)
+	recs, bounds, had, err := l.ReadUnless(ctx, req.Offset, maxRecords, maxBytes, have, alloc)
 	if err == nil && !had && len(recs) == 0 && req.Wait > 0 && req.Offset == bounds.HighWatermark {
 		// Nothing to return yet: wait for the next commit, then read again.
 		l.Wait(ctx, req.Offset, min(req.Wait, MaxWait))
-		recs, bounds, had, err = l.ReadUnless(ctx, req.Offset, maxRecords, maxBytes, have)
+		recs, bounds, had, err = l.ReadUnless(ctx, req.Offset, maxRecords, maxBytes, have, alloc)
 	}
 	if had {
 		return FetchResult{}, nil

@@ -1072,7 +1072,7 @@ func (l *Log) Bounds(ctx context.Context) (Bounds, error) {
 // damage answers a *DamagedError naming the damaged offsets and where good
 // records resume.
 func (l *Log) Read(ctx context.Context, offset int64, maxRecords, maxBytes int) ([]segment.Record, Bounds, error) {
-	recs, b, _, err := l.ReadUnless(ctx, offset, maxRecords, maxBytes, nil)
+	recs, b, _, err := l.ReadUnless(ctx, offset, maxRecords, maxBytes, nil, nil)
 	return recs, b, err
 }
 
@@ -1080,8 +1080,9 @@ func (l *Log) Read(ctx context.Context, offset int64, maxRecords, maxBytes int) 
 // encoded answer kept for given bounds): it takes the committed state as
 // Read does and, when have (if not nil) is true for its bounds, returns
 // those bounds and had true without reading a record. One look at the
-// committed state serves both the check and the read.
-func (l *Log) ReadUnless(ctx context.Context, offset int64, maxRecords, maxBytes int, have func(Bounds) bool) (_ []segment.Record, _ Bounds, had bool, _ error) {
+// committed state serves both the check and the read. Records are read
+// into buffers from alloc, as segment.Reader.ReadWith does (nil: make).
+func (l *Log) ReadUnless(ctx context.Context, offset int64, maxRecords, maxBytes int, have func(Bounds) bool, alloc func(n int) []byte) (_ []segment.Record, _ Bounds, had bool, _ error) {
 	v, err := l.view(ctx)
 	if err != nil {
 		return nil, Bounds{}, false, err
@@ -1089,14 +1090,14 @@ func (l *Log) ReadUnless(ctx context.Context, offset int64, maxRecords, maxBytes
 	if have != nil && have(v.bounds()) {
 		return nil, v.bounds(), true, nil
 	}
-	out, err := l.read(v, offset, maxRecords, maxBytes, false)
+	out, err := l.read(v, offset, maxRecords, maxBytes, false, alloc)
 	if gone(err) {
 		// The compactor removed a file after our view was taken (retention,
 		// or a tiered segment past its grace): look again, at the item.
 		if v, err = l.freshView(ctx); err != nil {
 			return nil, Bounds{}, false, err
 		}
-		out, err = l.read(v, offset, maxRecords, maxBytes, true)
+		out, err = l.read(v, offset, maxRecords, maxBytes, true, alloc)
 	}
 	return out, v.bounds(), false, err
 }
@@ -1114,7 +1115,7 @@ type Bounds struct {
 
 // read reads from offset in view v. A file missing from a fresh view
 // (final) is damage: committed state names it.
-func (l *Log) read(v *view, offset int64, maxRecords, maxBytes int, final bool) ([]segment.Record, error) {
+func (l *Log) read(v *view, offset int64, maxRecords, maxBytes int, final bool, alloc func(n int) []byte) ([]segment.Record, error) {
 	if offset < v.logStart || offset > v.hw {
 		return nil, &OutOfRangeError{Offset: offset, LogStartOffset: v.logStart, HighWatermark: v.hw}
 	}
@@ -1149,7 +1150,7 @@ func (l *Log) read(v *view, offset int64, maxRecords, maxBytes int, final bool) 
 				c.Close()
 				return out, nil
 			}
-			recs, err := r.Read(offset, maxRecords-len(out), max(budget, 1))
+			recs, err := r.ReadWith(offset, maxRecords-len(out), max(budget, 1), alloc)
 			if err == nil && len(recs) == 0 {
 				err = fmt.Errorf("%w: %s holds no record at offset %d below its committed end %d", segment.ErrTruncated, id, offset, s.NextOffset)
 			}

@@ -109,7 +109,7 @@ func (r *Reader) resync(pos, want int64) (int64, int64, error) {
 // recordAt reports whether the record at pos decodes below the limit, passes
 // its CRC and carries offset off.
 func (r *Reader) recordAt(pos, off int64) (bool, error) {
-	_, _, err := scanChunked(r.ra, pos, r.limit, off, chainChunk, false, stopAtFirst)
+	_, _, err := scanChunked(r.ra, pos, r.limit, off, chainChunk, false, nil, stopAtFirst)
 	var d *damageAt
 	if errors.As(err, &d) {
 		return false, nil
@@ -207,7 +207,7 @@ func (r *Reader) search(dpos, want, bound, boundOff int64) (int64, int64, error)
 // limit, dense records up to its end are enough. Otherwise it returns the
 // position where the chain broke.
 func (r *Reader) chain(p, off, bound, boundOff int64) (bool, int64, error) {
-	end, next, err := scanChunked(r.ra, p, bound, off, chainChunk, false, acceptAll)
+	end, next, err := scanChunked(r.ra, p, bound, off, chainChunk, false, nil, acceptAll)
 	if err == nil {
 		return boundOff < 0 || next == boundOff, end, nil
 	}

@@ -62,7 +62,7 @@ func (d *damageAt) Unwrap() error { return d.err }
 // scan cleanly; any other error of fn is returned as it is. fn must not keep
 // the *Record: it is reused for the next record.
 func scan(ra io.ReaderAt, pos, limit, want int64, fn func(r *Record, pos int64) error) (int64, int64, error) {
-	return scanChunked(ra, pos, limit, want, scanChunk, false, fn)
+	return scanChunked(ra, pos, limit, want, scanChunk, false, nil, fn)
 }
 
 // scanChunked is scan with a first read of chunk bytes (at most scanChunk
@@ -70,8 +70,8 @@ func scan(ra io.ReaderAt, pos, limit, want int64, fn func(r *Record, pos int64) 
 // early. With owned, every read goes into a fresh buffer that is never
 // written again, so fn may keep the Key and Value slices it is handed: a
 // read that returns records hands out slices of what it read instead of a
-// copy of each record.
-func scanChunked(ra io.ReaderAt, pos, limit, want int64, chunk int, owned bool, fn func(r *Record, pos int64) error) (int64, int64, error) {
+// copy of each record. Those buffers come from alloc (make when nil).
+func scanChunked(ra io.ReaderAt, pos, limit, want int64, chunk int, owned bool, alloc func(n int) []byte, fn func(r *Record, pos int64) error) (int64, int64, error) {
 	var buf []byte
 	var pooled *[]byte // returned to scanBufs when the scan ends
 	defer func() {
@@ -85,8 +85,10 @@ func scanChunked(ra io.ReaderAt, pos, limit, want int64, chunk int, owned bool, 
 			return &damageAt{pos: pos, want: want, err: fmt.Errorf("%w: record at position %d needs %d bytes, %d left below %d", ErrTruncated, pos, need, limit-pos, limit)}
 		}
 		n := int(min(int64(max(need, chunk)), limit-pos))
-		if owned {
-			buf = make([]byte, n) // records handed out may alias the last one
+		if owned && alloc != nil {
+			buf = alloc(n)[:0] // records handed out may alias the last one
+		} else if owned {
+			buf = make([]byte, n)
 		} else {
 			chunk = min(2*chunk, scanChunk)
 		}
@@ -373,6 +375,15 @@ func (r *Reader) startFor(from int64, n int, floorPos, floorOff int64) (pos, off
 // *DamageError, which says where reading can go on. A Read from past the
 // damage returns the records there.
 func (r *Reader) Read(from int64, maxRecords, maxBytes int) ([]Record, error) {
+	return r.ReadWith(from, maxRecords, maxBytes, nil)
+}
+
+// ReadWith is Read reading into buffers from alloc (n bytes, or make when
+// alloc is nil). The records it returns alias them, so a caller reuses a
+// buffer only once it is done with the records: a server that encodes an
+// answer and throws the records away saves allocating and zeroing what it
+// reads.
+func (r *Reader) ReadWith(from int64, maxRecords, maxBytes int, alloc func(n int) []byte) ([]Record, error) {
 	if maxRecords <= 0 {
 		return nil, nil
 	}
@@ -408,7 +419,7 @@ func (r *Reader) Read(from int64, maxRecords, maxBytes int) ([]Record, error) {
 		pos, want, entry := r.startFor(from, entries, floorPos, floorOff)
 		// One read for what the limits allow.
 		first := int(min(r.limit-pos, int64(min(maxBytes, maxFirstRead))+readSlack))
-		_, _, err := scanChunked(r.ra, pos, r.limit, want, max(first, RecordHeaderSize), true, collect)
+		_, _, err := scanChunked(r.ra, pos, r.limit, want, max(first, RecordHeaderSize), true, alloc, collect)
 		var d *damageAt
 		switch {
 		case err == nil:
