@@ -527,7 +527,7 @@ func newFieldSet(names ...string) *fieldSet {
 // allowPartition false (the partition route) a per-record partition is
 // refused.
 func readProduce(w http.ResponseWriter, r *http.Request, allowPartition bool) ([]broker.ProduceRecord, error) {
-	recs, _, err := readProduceJSON(w, r, allowPartition)
+	recs, _, _, err := readProduceJSON(w, r, allowPartition)
 	return recs, err
 }
 
@@ -541,18 +541,22 @@ func readProduce(w http.ResponseWriter, r *http.Request, allowPartition bool) ([
 // answered by decodeProduce, the encoding/json decoder, reading the same
 // bytes and then the same read error as the body gave: its answers are
 // the route's, byte for byte.
-func readProduceJSON(w http.ResponseWriter, r *http.Request, allowPartition bool) ([]broker.ProduceRecord, *int64, error) {
-	body, err := readBody(w, r)
+//
+// The body comes from a pool and the scanned records alias it: release
+// gives it back once they have been appended (the broker copies them).
+func readProduceJSON(w http.ResponseWriter, r *http.Request, allowPartition bool) (_ []broker.ProduceRecord, expected *int64, release func(), _ error) {
+	body, release, err := readPooledJSONBody(w, r)
 	if err == nil {
 		if recs, expected, ok := scanProduce(body, allowPartition); ok {
-			return recs, expected, nil
+			return recs, expected, release, nil
 		}
 	}
 	var src io.Reader = bytes.NewReader(body)
 	if err != nil {
 		src = io.MultiReader(src, errReader{err})
 	}
-	return decodeProduceJSON(src, allowPartition)
+	recs, expected, err := decodeProduceJSON(src, allowPartition)
+	return recs, expected, release, err
 }
 
 // decodeProduceJSON is readProduceJSON by encoding/json alone, reading

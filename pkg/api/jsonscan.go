@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/bits"
 	"net/http"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/tierlog/tierlog/pkg/broker"
@@ -16,14 +17,42 @@ import (
 // readBody reads the whole request body (limitBody: at most
 // maxBodyBytes) into a buffer of its own, sized by Content-Length when
 // the client sent one. On a read error it returns what it read before
-// it. The buffer is not pooled: scanProduce's records alias it.
+// it.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	return readBodyInto(w, r, nil)
+}
+
+// jsonBodies recycles JSON produce bodies, as bodyPool does binary ones:
+// scanProduce's records alias the body, and the broker copies them.
+var jsonBodies sync.Pool // *[]byte
+
+// readPooledJSONBody is readBody into a pooled buffer; release gives it
+// back once nothing uses the body or the records that alias it.
+func readPooledJSONBody(w http.ResponseWriter, r *http.Request) (body []byte, release func(), err error) {
+	p, _ := jsonBodies.Get().(*[]byte)
+	if p == nil {
+		p = new([]byte)
+	}
+	body, err = readBodyInto(w, r, (*p)[:0])
+	return body, func() {
+		if cap(body) <= 2*maxBodyBytes {
+			*p = body[:0]
+			jsonBodies.Put(p)
+		}
+	}, err
+}
+
+// readBodyInto is readBody appending to buf (len 0), which it replaces
+// when it is too small for the Content-Length.
+func readBodyInto(w http.ResponseWriter, r *http.Request, buf []byte) ([]byte, error) {
 	src := limitBody(w, r)
 	n := 512
 	if cl := r.ContentLength; cl > 0 && cl <= maxBodyBytes {
 		n = int(cl) + 1 // room to read the EOF without growing
 	}
-	buf := make([]byte, 0, n)
+	if cap(buf) < n {
+		buf = make([]byte, 0, n)
+	}
 	for {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]

@@ -195,8 +195,8 @@ type produceBody struct {
 // readProduceBody decodes a produce body in the format its Content-Type
 // names: a binary batch for wire.MediaType, JSON for anything else.
 //
-// Binary records alias the body, which comes from a pool: release returns
-// it once the records have been appended (the broker copies them).
+// Records alias the body, which comes from a pool: release returns it
+// once the records have been appended (the broker copies them).
 func readProduceBody(w http.ResponseWriter, r *http.Request, allowPartition bool) ([]broker.ProduceRecord, func(), error) {
 	body, release, err := readProduceRequest(w, r, allowPartition)
 	return body.recs, release, err
@@ -209,8 +209,8 @@ func readProduceRequest(w http.ResponseWriter, r *http.Request, allowPartition b
 		recs, release, err := readBinaryProduce(w, r, allowPartition)
 		return produceBody{recs: recs}, release, err
 	}
-	recs, expected, err := readProduceJSON(w, r, allowPartition)
-	return produceBody{recs: recs, expected: expected}, func() {}, err
+	recs, expected, release, err := readProduceJSON(w, r, allowPartition)
+	return produceBody{recs: recs, expected: expected}, release, err
 }
 
 func (s *server) writeProduce(w http.ResponseWriter, r *http.Request, recs []broker.ProduceRecord, res []broker.ProduceResult) {

@@ -81,7 +81,7 @@ func TestProduceStrictErrors(t *testing.T) {
 		{`{"encoding":"json","records":[{"value":"` + "\xff" + `"}]}`, "records[0].value is not valid UTF-8"},
 	} {
 		r := httptest.NewRequest("POST", "/v1/topics/t/records", strings.NewReader(tc.body))
-		_, _, err := readProduceJSON(httptest.NewRecorder(), r, true)
+		_, _, _, err := readProduceJSON(httptest.NewRecorder(), r, true)
 		ae, ok := err.(*apiError)
 		if !ok || ae.status != 400 || ae.code != codeInvalidRequest || !strings.Contains(ae.msg, tc.want) {
 			t.Errorf("%.80s: got %v, want a 400 invalid_request containing %q", tc.body, err, tc.want)
