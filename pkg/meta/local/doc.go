@@ -165,10 +165,10 @@
 // against the durable state plus every entry staged before it, so
 // mutations are linearized in staging order. Commits are serialized by a
 // commit lock held across the write and the fdatasync: a mutation that
-// finds a commit in flight waits for it, then commits everything staged by
-// then in one frame, unless a commit already covered it
-// (BenchmarkCommitConcurrent: 16 writers share a sync about four at a
-// time). Every answer, a refusal or a no-op included, waits until
+// finds a commit in flight waits for it to release the lock, then returns
+// if that commit covered it, or else commits everything staged by then in
+// one frame (BenchmarkCommitConcurrent: 4 writers take 0.4 syncs a
+// commit, 16 writers 0.12). Every answer, a refusal or a no-op included, waits until
 // everything staged before its decision is durable, so no answer depends
 // on a mutation a crash could undo; a failed write or sync fails every
 // mutation waiting on it. Reads take a read lock on the durable state,

@@ -114,6 +114,9 @@ type Store struct {
 		err      error         // sticky: a write or fsync failed, state on disk unknown
 		buf      []byte        // frame buffer, reused
 		durable  atomic.Uint64 // tickets up to this one are durable and applied; read without c
+
+		wakeMu sync.Mutex
+		wake   chan struct{} // closed and replaced whenever c is released (releaseCommit)
 	}
 
 	// mu guards the durable state, the one readers see. It is written only
@@ -145,6 +148,7 @@ var _ meta.Store = (*Store)(nil)
 // and logged at ERROR level (see the package doc, "Damage").
 func Open(dir string, opts ...Option) (*Store, error) {
 	s := &Store{dir: dir, opts: applyOptions(opts)}
+	s.c.wake = make(chan struct{})
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("meta/local: open %s: %w", dir, err)
@@ -174,7 +178,7 @@ func Open(dir string, opts ...Option) (*Store, error) {
 // again is a no-op. Every acknowledged mutation is already durable.
 func (s *Store) Close() error {
 	s.c.Lock()
-	defer s.c.Unlock()
+	defer s.releaseCommit()
 	s.w.Lock()
 	s.mu.Lock()
 	closed := s.mu.closed
@@ -278,20 +282,48 @@ func (s *Store) decide(ctx context.Context, check func(st *state) (*entry, error
 }
 
 // await returns once every entry up to ticket is durable, committing
-// them if no one else has, or the error that stopped them.
+// them if no one else is committing, or the error that stopped them. A
+// mutation whose entry another caller's commit made durable returns as
+// soon as that commit releases c, without waiting for the commit after it.
 func (s *Store) await(ticket uint64) error {
-	if s.c.durable.Load() >= ticket {
-		return nil
-	}
-	s.c.Lock()
-	defer s.c.Unlock()
-	for s.c.durable.Load() < ticket {
-		if s.c.err != nil {
-			return fmt.Errorf("%w: meta/local: journal %w", meta.ErrUnavailable, s.pathless(s.c.err))
+	for {
+		if s.c.durable.Load() >= ticket {
+			return nil
 		}
-		s.commit()
+		s.c.wakeMu.Lock()
+		wake := s.c.wake
+		s.c.wakeMu.Unlock()
+		if s.c.durable.Load() >= ticket {
+			return nil
+		}
+		if err := s.failed(); err != nil {
+			return fmt.Errorf("%w: meta/local: journal %w", meta.ErrUnavailable, s.pathless(err))
+		}
+		if !s.c.TryLock() {
+			<-wake // a commit is running: look again when it is done
+			continue
+		}
+		if s.c.durable.Load() < ticket && s.c.err == nil {
+			s.commit()
+		}
+		s.releaseCommit()
 	}
-	return nil
+}
+
+// failed is the sticky error of a failed commit, if any.
+func (s *Store) failed() error {
+	s.w.Lock()
+	defer s.w.Unlock()
+	return s.w.err
+}
+
+// releaseCommit unlocks c and wakes every mutation waiting for it.
+func (s *Store) releaseCommit() {
+	s.c.Unlock()
+	s.c.wakeMu.Lock()
+	close(s.c.wake)
+	s.c.wake = make(chan struct{})
+	s.c.wakeMu.Unlock()
 }
 
 // commit writes the staged entries, as many as one frame holds, as one
