@@ -223,7 +223,9 @@ func (b *Broker) ProducePartitionWith(ctx context.Context, topicName string, p i
 	if err := checkBatch(recs); err != nil {
 		return ProduceReply{}, err
 	}
-	bt := partition.Batch{Records: make([]partition.Record, len(recs)), Key: o.IdempotencyKey, Expected: -1}
+	pr := getPartRecs(len(recs))
+	defer putPartRecs(pr)
+	bt := partition.Batch{Records: *pr, Key: o.IdempotencyKey, Expected: -1}
 	if o.IdempotencyKey != "" {
 		if err := ValidIdempotencyKey(o.IdempotencyKey); err != nil {
 			return ProduceReply{}, err
@@ -256,6 +258,32 @@ func (b *Broker) ProducePartitionWith(ctx context.Context, topicName string, p i
 		out[i] = ProduceResult{Partition: p, Offset: app.BaseOffset + int64(i), Timestamp: recordTS(&recs[i], app)}
 	}
 	return ProduceReply{Results: out, Replayed: app.Replayed}, nil
+}
+
+// partRecs recycles the partition records of ProducePartitionWith's
+// batches: the partition is done with them when AppendBatch returns.
+var partRecs sync.Pool // *[]partition.Record
+
+// maxPooledRecs bounds the batches whose records partRecs keeps.
+const maxPooledRecs = MaxBatchRecords
+
+func getPartRecs(n int) *[]partition.Record {
+	p, _ := partRecs.Get().(*[]partition.Record)
+	if p == nil {
+		p = new([]partition.Record)
+	}
+	if cap(*p) < n {
+		*p = make([]partition.Record, n)
+	}
+	*p = (*p)[:n]
+	return p
+}
+
+func putPartRecs(p *[]partition.Record) {
+	clear(*p) // hold no caller's memory
+	if cap(*p) <= maxPooledRecs {
+		partRecs.Put(p)
+	}
 }
 
 // Header limits (API.md: records, headers).

@@ -296,12 +296,13 @@ type Log struct {
 
 	// Writer state, under wmu (the flush leader, or Close).
 	wmu     sync.Mutex
-	w       *segment.Writer // nil: the next write rolls a new file
-	bw      *batchWriter    // the batch file of w's segment
-	holding bool            // we hold the lease (acquired, not released)
-	lease   meta.Partition  // the state we may release with, when holding (see the package doc)
-	sealed  bool            // the state being written seals a segment (OnRoll after its commit)
-	win     *window         // committed batch keys (window.go)
+	recBuf  []segment.Record // write's records of a flush, reused (under wmu)
+	w       *segment.Writer  // nil: the next write rolls a new file
+	bw      *batchWriter     // the batch file of w's segment
+	holding bool             // we hold the lease (acquired, not released)
+	lease   meta.Partition   // the state we may release with, when holding (see the package doc)
+	sealed  bool             // the state being written seals a segment (OnRoll after its commit)
+	win     *window          // committed batch keys (window.go)
 	// winStale: the lease was acquired since the window was last read
 	// (while we hold it, our own commits are all there is).
 	winStale    bool
@@ -384,6 +385,9 @@ func (l *Log) publishView(v *view) {
 	l.notify = make(chan struct{})
 	l.notifyMu.Unlock()
 }
+
+// maxRecBuf bounds the records a Log keeps room for between flushes.
+const maxRecBuf = 1 << 14
 
 // Append writes recs as one contiguous batch and returns where it landed,
 // once it is durable and committed.
@@ -546,7 +550,17 @@ func (l *Log) write(ctx context.Context, batch []*pending) ([]Appended, error) {
 	for _, s := range others {
 		nrec += len(s.recs)
 	}
-	recs := make([]segment.Record, 0, nrec)
+	if cap(l.recBuf) < nrec {
+		l.recBuf = make([]segment.Record, 0, nrec)
+	}
+	recs := l.recBuf[:0]
+	defer func() {
+		clear(recs) // hold no caller's memory
+		l.recBuf = nil
+		if cap(recs) <= maxRecBuf {
+			l.recBuf = recs[:0]
+		}
+	}()
 	apps := make([]Appended, len(batch))
 	var ents []batchEntry
 	var entBytes []byte
