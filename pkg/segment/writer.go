@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"sync"
 
 	"github.com/tierlog/tierlog/pkg/index"
 )
@@ -200,7 +202,14 @@ func (w *Writer) Append(recs []Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	w.buf, w.ibuf, w.tbuf = w.buf[:0], w.ibuf[:0], w.tbuf[:0]
+	need := 0
+	for i := range recs {
+		need += EncodedSize(&recs[i])
+	}
+	if w.buf == nil {
+		w.buf = takeAppendBuf(need)
+	}
+	w.buf, w.ibuf, w.tbuf = slices.Grow(w.buf[:0], need), w.ibuf[:0], w.tbuf[:0]
 	pos, next, lastTS, since := w.size, w.next, w.lastTS, w.since
 	interval := int64(w.opts.IndexIntervalBytes)
 	for i := range recs {
@@ -295,12 +304,35 @@ func (w *Writer) Release() error {
 	return err
 }
 
+// appendBufs hands the encoding buffer of a closed Writer to the next
+// one: a partition rolls a segment every few hundred batches, and each
+// new Writer would otherwise grow its own buffer to the batch size again.
+var appendBufs sync.Pool // *[]byte
+
+// maxAppendBuf bounds the buffers appendBufs keeps.
+const maxAppendBuf = 8 << 20
+
+func takeAppendBuf(need int) []byte {
+	if p, _ := appendBufs.Get().(*[]byte); p != nil && cap(*p) >= need {
+		return (*p)[:0]
+	}
+	return nil
+}
+
+func (w *Writer) giveBackBuf() {
+	if b := w.buf; cap(b) > 0 && cap(b) <= maxAppendBuf {
+		appendBufs.Put(&b)
+	}
+	w.buf = nil
+}
+
 func (w *Writer) fail(err error) error {
 	w.err = fmt.Errorf("%w: %w", ErrClosed, err)
 	return err
 }
 
 func (w *Writer) closeFiles() error {
+	w.giveBackBuf()
 	var err error
 	for _, f := range []*File{&w.log, &w.idx, &w.tidx} {
 		if *f != nil {
