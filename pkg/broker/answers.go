@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/tierlog/tierlog/pkg/partition"
+	"github.com/tierlog/tierlog/pkg/segment"
 	"github.com/tierlog/tierlog/pkg/tier"
 )
 
@@ -138,17 +139,29 @@ func (b *Broker) FetchAnswer(ctx context.Context, req FetchRequest, format strin
 	return body, true, nil
 }
 
-// readBufs hands out the buffers one fetch reads records into, from
-// pools by power-of-two size, and gives them back when the fetch's answer
-// is encoded (release).
-type readBufs struct{ held []*[]byte }
+// readBufs hands out the memory one fetch reads records into: byte
+// buffers from pools by power-of-two size, and record slices. It takes all
+// of it back when the fetch's answer is encoded (release).
+type readBufs struct {
+	held []*[]byte
+	recs []*[]segment.Record
+	sc   segment.Scratch
+}
 
 const (
 	minReadBufShift = 12 // 4 KiB
 	maxReadBufShift = 23 // 8 MiB: larger reads are not pooled
 )
 
-var readBufPools [maxReadBufShift + 1]sync.Pool // *[]byte of cap 1<<i
+var (
+	readBufPools [maxReadBufShift + 1]sync.Pool // *[]byte of cap 1<<i
+	readRecPool  sync.Pool                      // *[]segment.Record
+)
+
+func (r *readBufs) scratch() *segment.Scratch {
+	r.sc = segment.Scratch{Bytes: r.alloc, Records: r.records}
+	return &r.sc
+}
 
 func (r *readBufs) alloc(n int) []byte {
 	shift := max(minReadBufShift, bits.Len(uint(max(n, 1)-1)))
@@ -164,9 +177,25 @@ func (r *readBufs) alloc(n int) []byte {
 	return (*p)[:n]
 }
 
+func (r *readBufs) records(n int) []segment.Record {
+	p, _ := readRecPool.Get().(*[]segment.Record)
+	if p == nil || cap(*p) < n {
+		s := make([]segment.Record, 0, n)
+		p = &s
+	}
+	r.recs = append(r.recs, p)
+	return (*p)[:0]
+}
+
 func (r *readBufs) release() {
 	for _, p := range r.held {
 		readBufPools[bits.Len(uint(cap(*p)-1))].Put(p)
 	}
-	r.held = nil
+	for _, p := range r.recs {
+		// Not cleared (that is the zeroing the pool saves): what its
+		// stale records point at stays reachable until the next reuse or
+		// until the pool drops it at a GC.
+		readRecPool.Put(p)
+	}
+	r.held, r.recs = nil, nil
 }

@@ -829,21 +829,21 @@ func (b *Broker) fetch(ctx context.Context, req FetchRequest, lk *lookup) (Fetch
 	}
 	maxRecords, maxBytes = min(maxRecords, MaxFetchRecords), min(maxBytes, MaxFetchBytes)
 	var (
-		have  func(partition.Bounds) bool
-		alloc func(n int) []byte
+		have func(partition.Bounds) bool
+		sc   *segment.Scratch
 	)
 	if lk != nil {
-		alloc = lk.bufs.alloc
+		sc = lk.bufs.scratch()
 		if b.answers != nil {
 			lk.key = answerKey(t, req, maxRecords, maxBytes, lk.format)
 			have = b.answers.have(lk)
 		}
 	}
-	recs, bounds, had, err := l.ReadUnless(ctx, req.Offset, maxRecords, maxBytes, have, alloc)
+	recs, bounds, had, err := l.ReadUnless(ctx, req.Offset, maxRecords, maxBytes, have, sc)
 	if err == nil && !had && len(recs) == 0 && req.Wait > 0 && req.Offset == bounds.HighWatermark {
 		// Nothing to return yet: wait for the next commit, then read again.
 		l.Wait(ctx, req.Offset, min(req.Wait, MaxWait))
-		recs, bounds, had, err = l.ReadUnless(ctx, req.Offset, maxRecords, maxBytes, have, alloc)
+		recs, bounds, had, err = l.ReadUnless(ctx, req.Offset, maxRecords, maxBytes, have, sc)
 	}
 	if had {
 		return FetchResult{}, nil

@@ -1095,8 +1095,8 @@ func (l *Log) Read(ctx context.Context, offset int64, maxRecords, maxBytes int) 
 // Read does and, when have (if not nil) is true for its bounds, returns
 // those bounds and had true without reading a record. One look at the
 // committed state serves both the check and the read. Records are read
-// into buffers from alloc, as segment.Reader.ReadWith does (nil: make).
-func (l *Log) ReadUnless(ctx context.Context, offset int64, maxRecords, maxBytes int, have func(Bounds) bool, alloc func(n int) []byte) (_ []segment.Record, _ Bounds, had bool, _ error) {
+// into memory from sc, as segment.Reader.ReadWith does (nil: make).
+func (l *Log) ReadUnless(ctx context.Context, offset int64, maxRecords, maxBytes int, have func(Bounds) bool, sc *segment.Scratch) (_ []segment.Record, _ Bounds, had bool, _ error) {
 	v, err := l.view(ctx)
 	if err != nil {
 		return nil, Bounds{}, false, err
@@ -1104,14 +1104,14 @@ func (l *Log) ReadUnless(ctx context.Context, offset int64, maxRecords, maxBytes
 	if have != nil && have(v.bounds()) {
 		return nil, v.bounds(), true, nil
 	}
-	out, err := l.read(v, offset, maxRecords, maxBytes, false, alloc)
+	out, err := l.read(v, offset, maxRecords, maxBytes, false, sc)
 	if gone(err) {
 		// The compactor removed a file after our view was taken (retention,
 		// or a tiered segment past its grace): look again, at the item.
 		if v, err = l.freshView(ctx); err != nil {
 			return nil, Bounds{}, false, err
 		}
-		out, err = l.read(v, offset, maxRecords, maxBytes, true, alloc)
+		out, err = l.read(v, offset, maxRecords, maxBytes, true, sc)
 	}
 	return out, v.bounds(), false, err
 }
@@ -1129,7 +1129,7 @@ type Bounds struct {
 
 // read reads from offset in view v. A file missing from a fresh view
 // (final) is damage: committed state names it.
-func (l *Log) read(v *view, offset int64, maxRecords, maxBytes int, final bool, alloc func(n int) []byte) ([]segment.Record, error) {
+func (l *Log) read(v *view, offset int64, maxRecords, maxBytes int, final bool, sc *segment.Scratch) ([]segment.Record, error) {
 	if offset < v.logStart || offset > v.hw {
 		return nil, &OutOfRangeError{Offset: offset, LogStartOffset: v.logStart, HighWatermark: v.hw}
 	}
@@ -1164,7 +1164,7 @@ func (l *Log) read(v *view, offset int64, maxRecords, maxBytes int, final bool, 
 				c.Close()
 				return out, nil
 			}
-			recs, err := r.ReadWith(offset, maxRecords-len(out), max(budget, 1), alloc)
+			recs, err := r.ReadWith(offset, maxRecords-len(out), max(budget, 1), sc)
 			if err == nil && len(recs) == 0 {
 				err = fmt.Errorf("%w: %s holds no record at offset %d below its committed end %d", segment.ErrTruncated, id, offset, s.NextOffset)
 			}

@@ -70,8 +70,8 @@ func scan(ra io.ReaderAt, pos, limit, want int64, fn func(r *Record, pos int64) 
 // early. With owned, every read goes into a fresh buffer that is never
 // written again, so fn may keep the Key and Value slices it is handed: a
 // read that returns records hands out slices of what it read instead of a
-// copy of each record. Those buffers come from alloc (make when nil).
-func scanChunked(ra io.ReaderAt, pos, limit, want int64, chunk int, owned bool, alloc func(n int) []byte, fn func(r *Record, pos int64) error) (int64, int64, error) {
+// copy of each record. Those buffers come from sc (make when nil).
+func scanChunked(ra io.ReaderAt, pos, limit, want int64, chunk int, owned bool, sc *Scratch, fn func(r *Record, pos int64) error) (int64, int64, error) {
 	var buf []byte
 	var pooled *[]byte // returned to scanBufs when the scan ends
 	defer func() {
@@ -85,10 +85,8 @@ func scanChunked(ra io.ReaderAt, pos, limit, want int64, chunk int, owned bool, 
 			return &damageAt{pos: pos, want: want, err: fmt.Errorf("%w: record at position %d needs %d bytes, %d left below %d", ErrTruncated, pos, need, limit-pos, limit)}
 		}
 		n := int(min(int64(max(need, chunk)), limit-pos))
-		if owned && alloc != nil {
-			buf = alloc(n)[:0] // records handed out may alias the last one
-		} else if owned {
-			buf = make([]byte, n)
+		if owned {
+			buf = sc.bytes(n) // records handed out may alias the last one
 		} else {
 			chunk = min(2*chunk, scanChunk)
 		}
@@ -378,12 +376,33 @@ func (r *Reader) Read(from int64, maxRecords, maxBytes int) ([]Record, error) {
 	return r.ReadWith(from, maxRecords, maxBytes, nil)
 }
 
-// ReadWith is Read reading into buffers from alloc (n bytes, or make when
-// alloc is nil). The records it returns alias them, so a caller reuses a
-// buffer only once it is done with the records: a server that encodes an
-// answer and throws the records away saves allocating and zeroing what it
-// reads.
-func (r *Reader) ReadWith(from int64, maxRecords, maxBytes int, alloc func(n int) []byte) ([]Record, error) {
+// Scratch supplies the memory a read returns its records in, for a
+// caller that is done with them before it reads again (a server that
+// encodes an answer and throws the records away): Bytes returns n bytes to
+// read into, Records a slice of length 0 and capacity at least n. A nil
+// Scratch, or a nil func, allocates with make.
+type Scratch struct {
+	Bytes   func(n int) []byte
+	Records func(n int) []Record
+}
+
+func (sc *Scratch) bytes(n int) []byte {
+	if sc == nil || sc.Bytes == nil {
+		return make([]byte, n)
+	}
+	return sc.Bytes(n)
+}
+
+func (sc *Scratch) records(n int) []Record {
+	if sc == nil || sc.Records == nil {
+		return make([]Record, 0, n)
+	}
+	return sc.Records(n)[:0]
+}
+
+// ReadWith is Read with its records and the bytes they alias in memory
+// from sc; the caller reuses that memory only once it is done with them.
+func (r *Reader) ReadWith(from int64, maxRecords, maxBytes int, sc *Scratch) ([]Record, error) {
 	if maxRecords <= 0 {
 		return nil, nil
 	}
@@ -405,7 +424,7 @@ func (r *Reader) ReadWith(from int64, maxRecords, maxBytes int, alloc func(n int
 			// Guess the count from the first record, so a run of
 			// similar records costs one allocation, not a doubling
 			// series; the cap bounds the waste when the guess is off.
-			out = make([]Record, 0, max(1, min(maxRecords, maxBytes/n+1, maxGuess)))
+			out = sc.records(max(1, min(maxRecords, maxBytes/n+1, maxGuess)))
 		}
 		out = append(out, ownedRecord(rec))
 		if len(out) >= maxRecords {
@@ -419,7 +438,7 @@ func (r *Reader) ReadWith(from int64, maxRecords, maxBytes int, alloc func(n int
 		pos, want, entry := r.startFor(from, entries, floorPos, floorOff)
 		// One read for what the limits allow.
 		first := int(min(r.limit-pos, int64(min(maxBytes, maxFirstRead))+readSlack))
-		_, _, err := scanChunked(r.ra, pos, r.limit, want, max(first, RecordHeaderSize), true, alloc, collect)
+		_, _, err := scanChunked(r.ra, pos, r.limit, want, max(first, RecordHeaderSize), true, sc, collect)
 		var d *damageAt
 		switch {
 		case err == nil:
