@@ -52,9 +52,54 @@ var jsonSafe = func() (t [256]bool) {
 	return t
 }()
 
+// printableASCII reports whether every byte of b is in 0x20..0x7f: no
+// control character, nothing of 0x80 and above. Four words a round, three
+// operations a word (a borrow can mark bytes above a true mark only).
+func printableASCII(b []byte) bool {
+	var m uint64
+	i := 0
+	for ; i+32 <= len(b); i += 32 {
+		w0 := binary.LittleEndian.Uint64(b[i:])
+		w1 := binary.LittleEndian.Uint64(b[i+8:])
+		w2 := binary.LittleEndian.Uint64(b[i+16:])
+		w3 := binary.LittleEndian.Uint64(b[i+24:])
+		m |= (w0 - swarOnes*0x20) | w0 | (w1 - swarOnes*0x20) | w1 | (w2 - swarOnes*0x20) | w2 | (w3 - swarOnes*0x20) | w3
+		if m&swarHighs != 0 {
+			return false
+		}
+	}
+	for ; i+8 <= len(b); i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		m |= (w - swarOnes*0x20) | w
+	}
+	if m&swarHighs != 0 {
+		return false
+	}
+	for ; i < len(b); i++ {
+		if b[i] < 0x20 || b[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// longString is the length from which the scans of plain strings hand
+// over to the runtime's vector IndexByte: below it the calls cost more
+// than they save.
+const longString = 128
+
+// plainUnquoted reports whether b, which holds no '"', is ASCII that needs
+// no escape in a JSON string.
+func plainUnquoted(b []byte) bool {
+	return bytes.IndexByte(b, '\\') < 0 && printableASCII(b)
+}
+
 // plainPrefix is the length of the longest prefix of b that is ASCII and
 // needs no escape in a JSON string.
 func plainPrefix(b []byte) int {
+	if len(b) >= longString && bytes.IndexByte(b, '"') < 0 && plainUnquoted(b) {
+		return len(b)
+	}
 	i := 0
 	for ; i+8 <= len(b); i += 8 {
 		if m := swarSpecial(binary.LittleEndian.Uint64(b[i:]), true); m != 0 {

@@ -30,6 +30,11 @@ func FuzzFetchJSON(f *testing.F) {
 		{"null", " 42 "},
 		{`{"a":1,"a":2}`, "[true,false]"},
 		{`"\ud800"`, "\"unterminated"},
+		// Past longString: the vector path, and each thing that sends it back.
+		{strings.Repeat("k", 200), strings.Repeat("v", 300)},
+		{strings.Repeat("a", 130) + "\"", strings.Repeat("b", 140) + "\\" + strings.Repeat("c", 20)},
+		{strings.Repeat("a", 129) + "\x01z", strings.Repeat("b", 200) + "\xc3\xa9" + strings.Repeat("d", 40)},
+		{strings.Repeat("\xff", 150), strings.Repeat("b", 127) + "\x1f" + strings.Repeat("e", 64)},
 	} {
 		f.Add([]byte(s[0]), []byte(s[1]), false, false, int64(41), int64(1764500000000), uint8(0), "trace-id", 0)
 		f.Add([]byte(s[0]), []byte(s[1]), true, false, int64(-1), int64(0), uint8(1), "k", 1)
@@ -183,6 +188,13 @@ func FuzzProduceJSON(f *testing.F) {
 		`{"records":[{"value":"x"}],"recordz":[]}`,
 		`{"records":[{"VALUE":"x"}]}`,
 		`{"expected_offset":1,"expected_offset":2,"records":[{"value":"x"}]}`,
+		// Past longString: the vector path, and each thing that sends it back.
+		`{"records":[{"key":"` + strings.Repeat("k", 200) + `","value":"` + strings.Repeat("v", 300) + `"}]}`,
+		`{"records":[{"value":"` + strings.Repeat("v", 140) + `\"` + strings.Repeat("w", 30) + `"}]}`,
+		`{"records":[{"value":"` + strings.Repeat("v", 130) + "\x01" + strings.Repeat("w", 30) + `"}]}`,
+		`{"records":[{"value":"` + strings.Repeat("v", 129) + "\xc3\xa9" + strings.Repeat("w", 30) + `"}]}`,
+		`{"records":[{"value":"` + strings.Repeat("v", 200) + "\xff" + `"}]}`,
+		`{"records":[{"value":"` + strings.Repeat("v", 300),
 	} {
 		f.Add(seed, true, -1)
 		f.Add(seed, false, len(seed)/2)

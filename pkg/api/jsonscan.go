@@ -284,16 +284,34 @@ func (s *scanner) str() (body []byte, esc, ok bool) {
 	start := s.i + 1
 	i := start
 	b := s.b
-	nonASCII := false
+	nonASCII, tried := false, false
 	for {
-		// Skip bytes that are plain, 8 at a time.
-		for i+8 <= len(b) {
+		// Skip bytes that are plain, 8 at a time: up to longString
+		// bytes, then to the end.
+		lim := len(b)
+		if !tried {
+			lim = min(len(b), start+longString)
+		}
+		marked := false
+		for i+8 <= lim {
 			m := swarSpecial(binary.LittleEndian.Uint64(b[i:]), !nonASCII)
 			if m != 0 {
 				i += bits.TrailingZeros64(m) >> 3
+				marked = true
 				break
 			}
 			i += 8
+		}
+		if !marked && !tried && lim < len(b) {
+			// A long string: if the rest is plain too, the runtime's
+			// vector IndexByte finds its end faster.
+			tried = true
+			if q := bytes.IndexByte(b[i:], '"'); q >= 0 && !nonASCII && !esc && plainUnquoted(b[i:i+q]) {
+				end := i + q
+				s.i = end + 1
+				return b[start:end:end], false, true
+			}
+			continue
 		}
 		if i >= len(b) {
 			return nil, false, false
