@@ -126,10 +126,17 @@ const hexDigits = "0123456789abcdef"
 // with "key_encoding"/"value_encoding":"base64"; in json mode one that is
 // not a JSON value is; nil is null.
 func appendRecordJSON(dst []byte, r broker.Record, enc encoding) []byte {
+	var offset, ts decimal
+	return appendRecordJSONFrom(dst, &r, enc, &offset, &ts)
+}
+
+// appendRecordJSONFrom is appendRecordJSON writing the offset and the
+// timestamp from the ones of the record before it (decimal).
+func appendRecordJSONFrom(dst []byte, r *broker.Record, enc encoding, offset, ts *decimal) []byte {
 	dst = append(dst, `{"offset":`...)
-	dst = strconv.AppendInt(dst, r.Offset, 10)
+	dst = offset.append(dst, r.Offset)
 	dst = append(dst, `,"timestamp":`...)
-	dst = strconv.AppendInt(dst, r.Timestamp, 10)
+	dst = ts.append(dst, r.Timestamp)
 	dst = append(dst, `,"key":`...)
 	dst = appendFieldJSON(dst, r.Key, enc, `,"key_encoding":"base64"`)
 	dst = append(dst, `,"value":`...)
@@ -233,11 +240,12 @@ func appendCompact(dst, b []byte) []byte {
 // json.Encoder ends it with.
 func appendFetchJSON(dst []byte, res *broker.FetchResult, enc encoding) []byte {
 	dst = append(dst, `{"records":[`...)
+	var offset, ts decimal
 	for i := range res.Records {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendRecordJSON(dst, res.Records[i], enc)
+		dst = appendRecordJSONFrom(dst, &res.Records[i], enc, &offset, &ts)
 	}
 	dst = append(dst, `],"next_offset":`...)
 	dst = strconv.AppendInt(dst, res.NextOffset, 10)
@@ -246,6 +254,39 @@ func appendFetchJSON(dst []byte, res *broker.FetchResult, enc encoding) []byte {
 	dst = append(dst, `,"log_start_offset":`...)
 	dst = strconv.AppendInt(dst, res.LogStartOffset, 10)
 	return append(dst, "}\n"...)
+}
+
+// decimal writes a run of numbers, each from the one written before it
+// where it can: a fetch answer's offsets count up by one and the records
+// of a batch share a timestamp, and strconv took a fifth of the time of
+// encoding 100 B records. The zero value has written nothing.
+type decimal struct {
+	last       int64
+	start, end int // dst[start:end] is last's text; end == 0: none yet
+}
+
+// append appends v in base 10 to dst, which holds the text of the last
+// number appended where append left it.
+func (d *decimal) append(dst []byte, v int64) []byte {
+	start := len(dst)
+	switch {
+	case d.end > 0 && v == d.last:
+		dst = append(dst, dst[d.start:d.end]...)
+	case d.end > 0 && v == d.last+1 && d.last >= 0 && dst[d.start] != '9':
+		// The text of d.last plus one: a first digit other than 9 takes
+		// any carry, so the length stays the same.
+		dst = append(dst, dst[d.start:d.end]...)
+		i := len(dst) - 1
+		for dst[i] == '9' {
+			dst[i] = '0'
+			i--
+		}
+		dst[i]++
+	default:
+		dst = strconv.AppendInt(dst, v, 10)
+	}
+	d.last, d.start, d.end = v, start, len(dst)
+	return dst
 }
 
 // fetchJSONSize is an upper bound of appendFetchJSON's length for most

@@ -41,6 +41,11 @@ func FuzzFetchJSON(f *testing.F) {
 		f.Add([]byte(s[0]), []byte(s[1]), false, true, int64(7), int64(3), uint8(2), "\xff\"", 3)
 	}
 	f.Add([]byte(nil), []byte(nil), true, true, int64(1)<<62, int64(-5), uint8(0), "", 0)
+	// Carries: into a first digit, past it (one digit more), at the
+	// top of int64, and below zero.
+	for _, n := range []int64{8, 18, 97, 1998, 998, 9223372036854775805, -3, -1} {
+		f.Add([]byte("k"), []byte("v"), false, false, n, n, uint8(0), "", 0)
+	}
 	f.Fuzz(func(t *testing.T, key, value []byte, keyNil, valueNil bool, offset, ts int64, mode uint8, hkey string, nh int) {
 		if keyNil {
 			key = nil
@@ -64,10 +69,14 @@ func FuzzFetchJSON(f *testing.F) {
 			Records: []broker.Record{
 				{Offset: offset, Timestamp: ts, Key: key, Value: value, Headers: hs},
 				{Offset: offset + 1, Timestamp: ts, Key: value, Value: key},
+				// Each number from the one before it, as decimal writes
+				// them: one more, the same, or neither.
+				{Offset: offset + 2, Timestamp: ts + 1, Value: value},
+				{Offset: offset + 12, Timestamp: ts - 1, Key: key},
 			},
-			NextOffset: offset + 2, HighWatermark: ts, LogStartOffset: offset,
+			NextOffset: offset + 13, HighWatermark: ts, LogStartOffset: offset,
 		}
-		for n := range 3 { // no record, one, two
+		for n := range len(res.Records) + 1 { // no record, one, ...
 			r := &broker.FetchResult{Records: res.Records[:n], NextOffset: res.NextOffset, HighWatermark: res.HighWatermark, LogStartOffset: res.LogStartOffset}
 			want := fetchJSONRef(r, enc)
 			got := appendFetchJSON([]byte("prefix"), r, enc)

@@ -149,53 +149,89 @@ func BenchmarkRawWriteSync(b *testing.B) {
 }
 
 // BenchmarkRead reads a whole ~64 MiB segment from the page cache through
-// Reader.Read, 1 MiB at a time, CRCs checked.
+// Reader.Read, 1 MiB at a time, CRCs checked; "scratch" reads through
+// ReadWith into memory reused from read to read, as the fetch route does.
 func BenchmarkRead(b *testing.B) {
 	for _, value := range []int{100, 1024} {
-		b.Run("rec="+sizeName(value), func(b *testing.B) {
-			dir := b.TempDir()
-			id := ID{Base: 0, Epoch: 1}
-			w, err := Create(dir, id, Options{})
-			if err != nil {
-				b.Fatal(err)
+		for _, scratch := range []bool{false, true} {
+			name := "rec=" + sizeName(value)
+			if scratch {
+				name += "/scratch"
 			}
-			recs := benchBatch(appendCase{value: value, batch: 1000})
-			size := batchBytes(recs)
-			for w.Size()+size <= rollBytes {
-				next := w.NextOffset()
-				for i := range recs {
-					recs[i].Offset = next + int64(i)
-				}
-				if err := w.Append(recs); err != nil {
+			b.Run(name, func(b *testing.B) {
+				dir := b.TempDir()
+				id := ID{Base: 0, Epoch: 1}
+				w, err := Create(dir, id, Options{})
+				if err != nil {
 					b.Fatal(err)
 				}
-			}
-			st := w.State()
-			if err := w.Close(); err != nil {
-				b.Fatal(err)
-			}
-			r, c, err := OpenReader(dir, id, st.Size, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer c.Close()
-			b.SetBytes(st.Size - FileHeaderSize)
-			b.ResetTimer()
-			for b.Loop() {
-				from, n := id.Base, 0
-				for from < st.NextOffset {
-					got, err := r.Read(from, 1<<30, 1<<20)
-					if err != nil {
+				recs := benchBatch(appendCase{value: value, batch: 1000})
+				size := batchBytes(recs)
+				for w.Size()+size <= rollBytes {
+					next := w.NextOffset()
+					for i := range recs {
+						recs[i].Offset = next + int64(i)
+					}
+					if err := w.Append(recs); err != nil {
 						b.Fatal(err)
 					}
-					n += len(got)
-					from = got[len(got)-1].Offset + 1
 				}
-				if int64(n) != st.NextOffset-id.Base {
-					b.Fatalf("read %d records, want %d", n, st.NextOffset-id.Base)
+				st := w.State()
+				if err := w.Close(); err != nil {
+					b.Fatal(err)
 				}
-			}
-		})
+				r, c, err := OpenReader(dir, id, st.Size, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer c.Close()
+				// scratch: memory reused from read to read, as a server
+				// that encodes each answer and drops it reads.
+				// A read's records may alias every buffer it was handed,
+				// so each read gets distinct ones.
+				var bufs [][]byte
+				used := 0
+				var recBuf []Record
+				sc := &Scratch{
+					Bytes: func(n int) []byte {
+						if used == len(bufs) {
+							bufs = append(bufs, nil)
+						}
+						if cap(bufs[used]) < n {
+							bufs[used] = make([]byte, n)
+						}
+						used++
+						return bufs[used-1][:n]
+					},
+					Records: func(n int) []Record {
+						if cap(recBuf) < n {
+							recBuf = make([]Record, 0, n)
+						}
+						return recBuf
+					},
+				}
+				if !scratch {
+					sc = nil
+				}
+				b.SetBytes(st.Size - FileHeaderSize)
+				b.ResetTimer()
+				for b.Loop() {
+					from, n := id.Base, 0
+					for from < st.NextOffset {
+						used = 0
+						got, err := r.ReadWith(from, 1<<30, 1<<20, sc)
+						if err != nil {
+							b.Fatal(err)
+						}
+						n += len(got)
+						from = got[len(got)-1].Offset + 1
+					}
+					if int64(n) != st.NextOffset-id.Base {
+						b.Fatalf("read %d records, want %d", n, st.NextOffset-id.Base)
+					}
+				}
+			})
+		}
 	}
 }
 

@@ -342,35 +342,51 @@ func decodeRecord(b []byte) (Record, int, error) {
 	if err != nil {
 		return Record{}, 0, err
 	}
+	var r Record
+	n, err := decodeBody(b, h, &r)
+	if err != nil {
+		return Record{}, 0, err
+	}
+	return r, n, nil
+}
+
+// decodeBody is decodeRecord of b, which starts with the header h that
+// DecodeRecordHeader took from it without error, into *r (every field of
+// which it sets): a scan decodes each record into the same Record rather
+// than copying one out.
+func decodeBody(b []byte, h RecordHeader, r *Record) (int, error) {
 	n := h.Len()
 	if len(b) < n {
-		return Record{}, 0, fmt.Errorf("%w: record at offset %d needs %d bytes, have %d", ErrTruncated, h.Offset, n, len(b))
+		return 0, fmt.Errorf("%w: record at offset %d needs %d bytes, have %d", ErrTruncated, h.Offset, n, len(b))
 	}
 	if crc := crc32.Checksum(b[16:n], castagnoli); crc != h.CRC {
-		return Record{}, 0, fmt.Errorf("%w: crc %08x want %08x at offset %d", ErrCorrupt, crc, h.CRC, h.Offset)
+		return 0, fmt.Errorf("%w: crc %08x want %08x at offset %d", ErrCorrupt, crc, h.CRC, h.Offset)
 	}
 	keyLen := int(h.KeyInfo & keyLenMax)
-	r := Record{Offset: h.Offset, Timestamp: h.Timestamp}
 	p := RecordHeaderSize
+	var raw []byte
 	if h.KeyInfo&hasHeaders != 0 {
 		hn, _, err := headersBlockLen(b[p:n])
 		if err != nil {
-			return Record{}, 0, fmt.Errorf("%w at offset %d", err, h.Offset)
+			return 0, fmt.Errorf("%w at offset %d", err, h.Offset)
 		}
 		if hn+keyLen > n-p || (h.KeyInfo&valueNull != 0 && hn+keyLen != n-p) {
-			return Record{}, 0, fmt.Errorf("%w: headers block of %d bytes and key of %d do not fit a body of %d at offset %d", ErrCorrupt, hn, keyLen, h.Size, h.Offset)
+			return 0, fmt.Errorf("%w: headers block of %d bytes and key of %d do not fit a body of %d at offset %d", ErrCorrupt, hn, keyLen, h.Size, h.Offset)
 		}
-		r.raw = b[p : p+hn : p+hn]
+		raw = b[p : p+hn : p+hn]
 		p += hn
 	}
+	r.Offset, r.Timestamp, r.Headers, r.raw = h.Offset, h.Timestamp, nil, raw
+	r.Key = nil
 	if h.KeyInfo&keyAbsent == 0 {
 		r.Key = b[p : p+keyLen : p+keyLen]
 	}
 	p += keyLen
+	r.Value = nil
 	if h.KeyInfo&valueNull == 0 {
 		r.Value = b[p:n:n]
 	}
-	return r, n, nil
+	return n, nil
 }
 
 // FileHeader is the decoded header at the start of a .log file.

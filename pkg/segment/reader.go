@@ -130,8 +130,7 @@ func scanChunked(ra io.ReaderAt, pos, limit, want int64, chunk int, owned bool, 
 			}
 			continue
 		}
-		var n int
-		r, n, err = decodeRecord(buf[off:])
+		n, err := decodeBody(buf[off:], h, &r)
 		if err != nil {
 			return pos, want, &damageAt{pos: pos, want: want, err: err}
 		}
