@@ -106,22 +106,31 @@ type attempt struct {
 // its commit went to.
 type doFunc func(attempt) (partition.Appended, string, error)
 
-// makeRecords builds n records for values prefix+"r<i>/" padded.
+// makeRecords builds n records for values prefix+"r<i>/" padded, or
+// prefix+"r<i>+" padded for a record keyed with its writer's name.
 func (w *World) makeRecords(a *Actor, prefix string, n, padTo int) ([]partition.Record, []string) {
 	recs := make([]partition.Record, n)
 	vals := make([]string, n)
 	for i := range recs {
-		vals[i] = fmt.Sprintf("%sr%d/", prefix, i)
-		if padTo > 0 {
-			vals[i] += strings.Repeat("x", max(0, padTo-len(vals[i])))
-		} else {
-			vals[i] += strings.Repeat("x", w.s.rng.IntN(24))
+		pad, keyed := 0, false
+		if padTo == 0 {
+			pad = w.s.rng.IntN(24)
+			keyed = w.s.rng.IntN(2) == 0
 		}
-		w.attempted[vals[i]] = true
-		recs[i].Value = []byte(vals[i])
-		if padTo == 0 && w.s.rng.IntN(2) == 0 {
+		// A keyed record says so in its value (simKey), so that every
+		// read can check its key.
+		sep := '/'
+		if keyed {
+			sep = '+'
 			recs[i].Key = []byte(a.Name)
 		}
+		vals[i] = fmt.Sprintf("%sr%d%c", prefix, i, sep)
+		if padTo > 0 {
+			pad = max(0, padTo-len(vals[i]))
+		}
+		vals[i] += strings.Repeat("x", pad)
+		w.attempted[vals[i]] = true
+		recs[i].Value = []byte(vals[i])
 		recs[i].Headers = w.simHeaders(vals[i])
 		if w.createTime && w.s.rng.IntN(4) != 0 {
 			// The producer's clock: behind, often by more than the
@@ -132,6 +141,27 @@ func (w *World) makeRecords(a *Actor, prefix string, n, padTo int) ([]partition.
 		}
 	}
 	return recs, vals
+}
+
+// simKey is the key a record with value v was sent with: its writer's
+// name (what the value starts with) when the value marks it keyed
+// ("<name>/b<n>/r<i>+"), else none.
+func simKey(v string) []byte {
+	name, rest, ok := strings.Cut(v, "/")
+	if !ok {
+		return nil
+	}
+	if _, rest, ok = strings.Cut(rest, "/"); !ok || !strings.HasPrefix(rest, "r") {
+		return nil
+	}
+	i := 1
+	for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
+		i++
+	}
+	if i < len(rest) && rest[i] == '+' {
+		return []byte(name)
+	}
+	return nil
 }
 
 // simHeaders are the headers a record with value v is sent with (none

@@ -519,6 +519,9 @@ func (w *World) sawRecord(pm *part, off int64, r *segRecord, who string) error {
 	if pt, ok := w.prodTS[value]; ok && pt != ts {
 		return fmt.Errorf("I2/I5: %d: %s read offset %d = %q with timestamp %d; its producer sent %d", pm.p, who, off, value, ts, pt)
 	}
+	if want := simKey(value); (r.Key == nil) != (want == nil) || string(r.Key) != string(want) {
+		return fmt.Errorf("I2/I5: %d: %s read offset %d = %q with key %q (nil %v); it was sent with %q", pm.p, who, off, value, r.Key, r.Key == nil, want)
+	}
 	if want := w.simHeaders(value); !sameHeaders(r.Headers, want) {
 		return fmt.Errorf("I2/I5: %d: %s read offset %d = %q with headers %v; it was sent with %v", pm.p, who, off, value, r.Headers, want)
 	}
