@@ -161,7 +161,8 @@
 //     producer timestamp behind the clock: every read must return it, and
 //     no record before an answer may be at or after the time). In half of
 //     the seeds records carry headers, derived from their values, which
-//     every read checks;
+//     every read checks; so is each record's key (half of them carry their
+//     writer's name, and say so in the value);
 //   - I7 at most once, incrementally: after every step the offsets
 //     committed since the last step are read through a fresh Log (durable
 //     state only) and each value's offset is kept: a value at two offsets
