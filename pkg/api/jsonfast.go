@@ -413,16 +413,17 @@ func appendProduceJSON(dst []byte, res []broker.ProduceResult) (_ []byte, ok boo
 		}
 	}
 	dst = append(dst, `{"offsets":[`...)
+	var part, offset, ts decimal
 	for i := range res {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `{"partition":`...)
-		dst = strconv.AppendInt(dst, int64(res[i].Partition), 10)
+		dst = part.append(dst, int64(res[i].Partition))
 		dst = append(dst, `,"offset":`...)
-		dst = strconv.AppendInt(dst, res[i].Offset, 10)
+		dst = offset.append(dst, res[i].Offset)
 		dst = append(dst, `,"timestamp":`...)
-		dst = strconv.AppendInt(dst, res[i].Timestamp, 10)
+		dst = ts.append(dst, res[i].Timestamp)
 		dst = append(dst, '}')
 	}
 	return append(dst, "],\"failed_record_count\":0}\n"...), true

@@ -246,11 +246,15 @@ func FuzzProduceAnswerJSON(f *testing.F) {
 	f.Add(0, int64(41), int64(1764500000000), 3, false)
 	f.Add(-1, int64(-1), int64(-1), 1, true)
 	f.Add(1<<31-1, int64(1)<<62, int64(0), 0, false)
+	f.Add(7, int64(18), int64(9), 15, false) // a carry
+	f.Add(7, int64(995), int64(9), 9, false) // one digit more
 	f.Fuzz(func(t *testing.T, part int, off, ts int64, n int, failOne bool) {
 		n = max(n%16, 0)
 		res := make([]broker.ProduceResult, n)
 		for i := range res {
-			res[i] = broker.ProduceResult{Partition: part + i, Offset: off + int64(i), Timestamp: ts}
+			// One partition or counting up (decimal's cases), and
+			// timestamps the same or not.
+			res[i] = broker.ProduceResult{Partition: part + i*(n%2), Offset: off + int64(i), Timestamp: ts + int64(i/4)}
 		}
 		if failOne && n > 0 {
 			res[n-1].Err = errors.New("boom")
