@@ -2,20 +2,12 @@ package api_test
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"os"
 	"slices"
-	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/tierlog/tierlog/pkg/api"
-	"github.com/tierlog/tierlog/pkg/broker"
 	"github.com/tierlog/tierlog/pkg/segment"
 )
 
@@ -40,107 +32,24 @@ const ratioOps = 64
 // highest ratio of a round (baseline time over workload time: the
 // workload's MB/s over the baseline's) and the ratio of all rounds' time.
 func BenchmarkWireRatio(b *testing.B) {
-	ctx := context.Background()
-	br, uncached := benchBrokers(b)
-	srv := httptest.NewServer(api.New(br))
-	defer srv.Close()
-	srvUncached := httptest.NewServer(api.New(uncached))
-	defer srvUncached.Close()
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * wireClients, DisableCompression: true}}
-	defer hc.CloseIdleConnections()
-
+	ws := newWireSetup(b)
 	const batch = 1000
 	for _, size := range []int{100, 1024} {
 		topic := fmt.Sprint("ratio-", size)
-		parts := wireClients
-		if _, err := br.CreateTopic(ctx, broker.TopicSpec{Name: topic, Partitions: &parts}); err != nil {
-			b.Fatal(err)
-		}
+		ws.createTopic(b, topic)
 		value := bytes.Repeat([]byte{'v'}, size)
-		body := produceBody("utf8", batch, string(value))
-		raw := bytes.Repeat([]byte{'r'}, batch*(segment.RecordHeaderSize+size))
 		name := func(w string) string { return fmt.Sprintf("value=%d/%s", size, w) }
-
 		b.Run(name("produce-json-utf8-vs-raw-fsync"), func(b *testing.B) {
-			dir := b.TempDir()
-			files := make([]*os.File, wireClients)
-			pos := make([]int64, wireClients)
-			for c := range files {
-				f, err := os.CreateTemp(dir, "raw-")
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer f.Close()
-				files[c] = f
-			}
-			interleaved(b, func(c int) error {
-				if _, err := files[c].WriteAt(raw, pos[c]); err != nil {
-					return err
-				}
-				pos[c] += int64(len(raw))
-				return files[c].Sync()
-			}, func(c int) error {
-				url := fmt.Sprintf("%s/v1/topics/%s/partitions/%d/records", srv.URL, topic, c)
-				req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
-				req.Header.Set("Content-Type", "application/json")
-				return do(hc, req)
-			})
+			interleaved(b, rawFsyncOp(b, batch*(segment.RecordHeaderSize+size)),
+				ws.produceOp(topic, produceBody("utf8", batch, string(value)), "application/json"))
 		})
-
-		// The fetch reads each partition's first answers in turn (at
-		// most fetchWindow of them), as BenchmarkWireSpeed's do.
-		fill := make([]broker.ProduceRecord, batch)
-		for i := range fill {
-			fill[i] = broker.ProduceRecord{Value: value, Partition: -1}
-		}
-		hw := make([]int64, wireClients)
-		for p := range wireClients {
-			for hw[p]*int64(size) < 4<<20 {
-				if _, err := br.ProducePartition(ctx, topic, p, fill); err != nil {
-					b.Fatal(err)
-				}
-				o, err := br.Offsets(ctx, topic, p)
-				if err != nil {
-					b.Fatal(err)
-				}
-				hw[p] = o.HighWatermark
-			}
-		}
-		first, err := br.Fetch(ctx, broker.FetchRequest{Topic: topic, Partition: 0, Offset: 0, MaxRecords: broker.MaxFetchRecords, MaxBytes: 1 << 20})
-		if err != nil {
-			b.Fatal(err)
-		}
-		perFetch := int64(len(first.Records))
-		window := min(fetchWindow, slices.Min(hw)/perFetch)
-		if window < 1 {
-			b.Fatalf("partitions hold %v records, less than one fetch (%d)", hw, perFetch)
-		}
-		fetchURL := func(c int, off int64) string {
-			return fmt.Sprintf("%s/v1/topics/%s/partitions/%d/records?offset=%d&max_records=%d&max_bytes=%d", srvUncached.URL, topic, c, off, broker.MaxFetchRecords, 1<<20)
-		}
-		answer, err := get(hc, fetchURL(0, 0), "")
-		if err != nil {
-			b.Fatal(err)
-		}
-		plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
-			_, _ = w.Write(answer)
-		}))
-		offsets := make([]int64, wireClients)
-		next := func(c int) int64 {
-			o := offsets[c]
-			offsets[c] = (offsets[c] + perFetch) % (window * perFetch)
-			return o
-		}
+		fw := ws.fill(b, topic, value)
+		plain := plainServer(b, ws.answer(b, fw.url(ws.firstReadURL, 0, 0)))
 		b.Run(name("fetch-json-first-read-vs-plain"), func(b *testing.B) {
 			interleaved(b, func(c int) error {
-				req, _ := http.NewRequest("GET", fmt.Sprintf("%s/?offset=%d", plain.URL, next(c)), nil)
-				return do(hc, req)
-			}, func(c int) error {
-				req, _ := http.NewRequest("GET", fetchURL(c, next(c)), nil)
-				return do(hc, req)
-			})
+				req, _ := http.NewRequest("GET", fmt.Sprintf("%s/?offset=%d", plain.URL, fw.next(c)), nil)
+				return do(ws.hc, req)
+			}, ws.fetchOp(fw, ws.firstReadURL, ""))
 		})
 		plain.Close()
 	}
@@ -171,31 +80,11 @@ func interleaved(b *testing.B, base, op func(c int) error) {
 	b.ReportMetric(baseTotal.Seconds()/opTotal.Seconds(), "ratio")
 }
 
-// phase runs ratioOps ops of op from wireClients goroutines (client c,
-// op's argument) and returns how long they took.
+// phase runs ratioOps ops of op and returns how long they took.
 func phase(b *testing.B, op func(c int) error) time.Duration {
-	var (
-		n        atomic.Int64
-		wg       sync.WaitGroup
-		errOnce  sync.Once
-		firstErr error
-	)
 	start := time.Now()
-	for c := range wireClients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for n.Add(1) <= ratioOps {
-				if err := op(c); err != nil {
-					errOnce.Do(func() { firstErr = err })
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if firstErr != nil {
-		b.Fatal(firstErr)
+	if err := runOps(ratioOps, op); err != nil {
+		b.Fatal(err)
 	}
 	return time.Since(start)
 }

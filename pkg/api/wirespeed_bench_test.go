@@ -51,21 +51,11 @@ const fetchWindow = 4
 // server's).
 func BenchmarkWireSpeed(b *testing.B) {
 	ctx := context.Background()
-	br, uncached := benchBrokers(b)
-	srv := httptest.NewServer(api.New(br))
-	defer srv.Close()
-	srvUncached := httptest.NewServer(api.New(uncached))
-	defer srvUncached.Close()
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * wireClients, DisableCompression: true}}
-	defer hc.CloseIdleConnections()
-
+	ws := newWireSetup(b)
 	const batch = 1000
 	for _, size := range []int{100, 1024} {
 		topic := fmt.Sprint("wire-", size)
-		parts := wireClients
-		if _, err := br.CreateTopic(ctx, broker.TopicSpec{Name: topic, Partitions: &parts}); err != nil {
-			b.Fatal(err)
-		}
+		ws.createTopic(b, topic)
 		value := bytes.Repeat([]byte{'v'}, size)
 		bodies := map[string][]byte{
 			"utf8": produceBody("utf8", batch, string(value)),
@@ -79,7 +69,10 @@ func BenchmarkWireSpeed(b *testing.B) {
 		}
 		name := func(w string) string { return fmt.Sprintf("value=%d/%s", size, w) }
 
-		b.Run(name("raw-fsync"), func(b *testing.B) { rawFsync(b, b.TempDir(), batch*(segment.RecordHeaderSize+size), batch*size) })
+		b.Run(name("raw-fsync"), func(b *testing.B) {
+			b.SetBytes(int64(batch * size))
+			runClients(b, rawFsyncOp(b, batch*(segment.RecordHeaderSize+size)))
+		})
 		b.Run(name("engine-produce"), func(b *testing.B) {
 			recs := make([]broker.ProduceRecord, batch)
 			for i := range recs {
@@ -87,7 +80,7 @@ func BenchmarkWireSpeed(b *testing.B) {
 			}
 			b.SetBytes(int64(batch * size))
 			runClients(b, func(c int) error {
-				_, err := br.ProducePartition(ctx, topic, c, recs)
+				_, err := ws.br.ProducePartition(ctx, topic, c, recs)
 				return err
 			})
 		})
@@ -98,115 +91,178 @@ func BenchmarkWireSpeed(b *testing.B) {
 		} {
 			b.Run(name(p.name), func(b *testing.B) {
 				b.SetBytes(int64(batch * size))
-				runClients(b, func(c int) error {
-					url := fmt.Sprintf("%s/v1/topics/%s/partitions/%d/records", srv.URL, topic, c)
-					req, _ := http.NewRequest("POST", url, bytes.NewReader(bodies[p.body]))
-					req.Header.Set("Content-Type", p.ct)
-					return do(hc, req)
-				})
+				runClients(b, ws.produceOp(topic, bodies[p.body], p.ct))
 			})
 		}
 
-		// Fetch the first fetchWindow answers of each partition (at
-		// least 4 MiB of records), one answer's worth at a time, in turn.
-		fill := make([]broker.ProduceRecord, batch)
-		for i := range fill {
-			fill[i] = broker.ProduceRecord{Value: value, Partition: -1}
-		}
-		for p := range wireClients {
-			for {
-				o, err := br.Offsets(ctx, topic, p)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if o.HighWatermark*int64(size) >= 4<<20 {
-					break
-				}
-				if _, err := br.ProducePartition(ctx, topic, p, fill); err != nil {
-					b.Fatal(err)
-				}
-			}
-		}
-		first, err := br.Fetch(ctx, broker.FetchRequest{Topic: topic, Partition: 0, Offset: 0, MaxRecords: broker.MaxFetchRecords, MaxBytes: 1 << 20})
-		if err != nil {
-			b.Fatal(err)
-		}
-		perFetch := int64(len(first.Records))
-		hws := make([]int64, wireClients)
-		for p := range hws {
-			o, err := br.Offsets(ctx, topic, p)
-			if err != nil {
-				b.Fatal(err)
-			}
-			hws[p] = min(o.HighWatermark-o.HighWatermark%perFetch, fetchWindow*perFetch)
-			if hws[p] < perFetch {
-				b.Fatalf("partition %d has %d records, less than one fetch (%d)", p, o.HighWatermark, perFetch)
-			}
-		}
-		fetchBytes := perFetch * int64(size)
-		offsets := make([]int64, wireClients)
-		nextOffset := func(c int) int64 {
-			o := offsets[c]
-			if offsets[c] += perFetch; offsets[c] >= hws[c] {
-				offsets[c] = 0
-			}
-			return o
-		}
-		fetchURLOf := func(base string) func(c int, off int64) string {
-			return func(c int, off int64) string {
-				return fmt.Sprintf("%s/v1/topics/%s/partitions/%d/records?offset=%d&max_records=%d&max_bytes=%d", base, topic, c, off, broker.MaxFetchRecords, 1<<20)
-			}
-		}
-		fetchURL, firstReadURL := fetchURLOf(srv.URL), fetchURLOf(srvUncached.URL)
-		answer, err := get(hc, fetchURL(0, 0), "")
-		if err != nil {
-			b.Fatal(err)
-		}
-		plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
-			_, _ = w.Write(answer)
-		}))
+		fw := ws.fill(b, topic, value)
+		fetchBytes := fw.perFetch * int64(size)
+		plain := plainServer(b, ws.answer(b, fw.url(ws.url, 0, 0)))
 		b.Run(name("plain-http-json"), func(b *testing.B) {
 			b.SetBytes(fetchBytes)
 			runClients(b, func(c int) error {
-				req, _ := http.NewRequest("GET", fmt.Sprintf("%s/?offset=%d", plain.URL, nextOffset(c)), nil)
-				return do(hc, req)
+				req, _ := http.NewRequest("GET", fmt.Sprintf("%s/?offset=%d", plain.URL, fw.next(c)), nil)
+				return do(ws.hc, req)
 			})
 		})
 		plain.Close()
 		for _, f := range []struct {
-			name   string
-			url    func(int, int64) string
-			accept string
+			name, base, accept string
 		}{
-			{"fetch-json", fetchURL, ""},
-			{"fetch-json-first-read", firstReadURL, ""},
-			{"fetch-binary", fetchURL, wire.MediaType},
-			{"fetch-binary-first-read", firstReadURL, wire.MediaType},
+			{"fetch-json", ws.url, ""},
+			{"fetch-json-first-read", ws.firstReadURL, ""},
+			{"fetch-binary", ws.url, wire.MediaType},
+			{"fetch-binary-first-read", ws.firstReadURL, wire.MediaType},
 		} {
 			b.Run(name(f.name), func(b *testing.B) {
 				b.SetBytes(fetchBytes)
-				runClients(b, func(c int) error {
-					req, _ := http.NewRequest("GET", f.url(c, nextOffset(c)), nil)
-					if f.accept != "" {
-						req.Header.Set("Accept", f.accept)
-					}
-					return do(hc, req)
-				})
+				runClients(b, ws.fetchOp(fw, f.base, f.accept))
 			})
 		}
 		b.Run(name("engine-fetch"), func(b *testing.B) {
 			b.SetBytes(fetchBytes)
 			runClients(b, func(c int) error {
-				res, err := br.Fetch(ctx, broker.FetchRequest{Topic: topic, Partition: c, Offset: nextOffset(c), MaxRecords: broker.MaxFetchRecords, MaxBytes: 1 << 20})
-				if err == nil && int64(len(res.Records)) != perFetch {
-					err = fmt.Errorf("fetched %d records, want %d", len(res.Records), perFetch)
+				res, err := ws.br.Fetch(ctx, broker.FetchRequest{Topic: topic, Partition: c, Offset: fw.next(c), MaxRecords: broker.MaxFetchRecords, MaxBytes: 1 << 20})
+				if err == nil && int64(len(res.Records)) != fw.perFetch {
+					err = fmt.Errorf("fetched %d records, want %d", len(res.Records), fw.perFetch)
 				}
 				return err
 			})
 		})
 	}
+}
+
+// wireSetup is what the wire benchmarks run against: the server of a
+// broker on the embedded store (url), a second server over the same data
+// whose broker keeps no answers (firstReadURL), and a client. All of it
+// stops when b ends.
+type wireSetup struct {
+	br                *broker.Broker
+	url, firstReadURL string
+	hc                *http.Client
+}
+
+func newWireSetup(b *testing.B) *wireSetup {
+	br, uncached := benchBrokers(b)
+	srv := httptest.NewServer(api.New(br))
+	b.Cleanup(srv.Close)
+	srvUncached := httptest.NewServer(api.New(uncached))
+	b.Cleanup(srvUncached.Close)
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * wireClients, DisableCompression: true}}
+	b.Cleanup(hc.CloseIdleConnections)
+	return &wireSetup{br: br, url: srv.URL, firstReadURL: srvUncached.URL, hc: hc}
+}
+
+// createTopic creates topic with a partition per client.
+func (ws *wireSetup) createTopic(b *testing.B, topic string) {
+	parts := wireClients
+	if _, err := ws.br.CreateTopic(context.Background(), broker.TopicSpec{Name: topic, Partitions: &parts}); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// produceOp POSTs body (of media type ct) to client c's partition.
+func (ws *wireSetup) produceOp(topic string, body []byte, ct string) func(c int) error {
+	return func(c int) error {
+		url := fmt.Sprintf("%s/v1/topics/%s/partitions/%d/records", ws.url, topic, c)
+		req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
+		req.Header.Set("Content-Type", ct)
+		return do(ws.hc, req)
+	}
+}
+
+// fetchWindows is what the fetch workloads read: the first answers of
+// each partition (of perFetch records each, at most fetchWindow of them),
+// one answer's worth at a time, in turn.
+type fetchWindows struct {
+	topic    string
+	perFetch int64
+	ends     []int64 // per partition: the offset the window ends at
+	offsets  []int64 // per client: the offset it asks next
+}
+
+// fill produces batches of 1000 records of value to every partition of
+// topic until each holds at least 4 MiB of values, and returns the
+// windows the fetch workloads read.
+func (ws *wireSetup) fill(b *testing.B, topic string, value []byte) *fetchWindows {
+	ctx := context.Background()
+	recs := make([]broker.ProduceRecord, 1000)
+	for i := range recs {
+		recs[i] = broker.ProduceRecord{Value: value, Partition: -1}
+	}
+	hws := make([]int64, wireClients)
+	for p := range hws {
+		for hws[p]*int64(len(value)) < 4<<20 {
+			if _, err := ws.br.ProducePartition(ctx, topic, p, recs); err != nil {
+				b.Fatal(err)
+			}
+			o, err := ws.br.Offsets(ctx, topic, p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			hws[p] = o.HighWatermark
+		}
+	}
+	first, err := ws.br.Fetch(ctx, broker.FetchRequest{Topic: topic, Partition: 0, Offset: 0, MaxRecords: broker.MaxFetchRecords, MaxBytes: 1 << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	fw := &fetchWindows{topic: topic, perFetch: int64(len(first.Records)), ends: hws, offsets: make([]int64, wireClients)}
+	for p, hw := range hws {
+		fw.ends[p] = min(hw-hw%fw.perFetch, fetchWindow*fw.perFetch)
+		if fw.ends[p] < fw.perFetch {
+			b.Fatalf("partition %d has %d records, less than one fetch (%d)", p, hw, fw.perFetch)
+		}
+	}
+	return fw
+}
+
+// next is the offset client c asks next.
+func (fw *fetchWindows) next(c int) int64 {
+	o := fw.offsets[c]
+	if fw.offsets[c] += fw.perFetch; fw.offsets[c] >= fw.ends[c] {
+		fw.offsets[c] = 0
+	}
+	return o
+}
+
+// url is the fetch of 1 MiB (or MaxFetchRecords) of partition c from off
+// on the server at base.
+func (fw *fetchWindows) url(base string, c int, off int64) string {
+	return fmt.Sprintf("%s/v1/topics/%s/partitions/%d/records?offset=%d&max_records=%d&max_bytes=%d", base, fw.topic, c, off, broker.MaxFetchRecords, 1<<20)
+}
+
+// fetchOp fetches client c's next answer from the server at base.
+func (ws *wireSetup) fetchOp(fw *fetchWindows, base, accept string) func(c int) error {
+	return func(c int) error {
+		req, _ := http.NewRequest("GET", fw.url(base, c, fw.next(c)), nil)
+		if accept != "" {
+			req.Header.Set("Accept", accept)
+		}
+		return do(ws.hc, req)
+	}
+}
+
+// answer is the body the server answers url with.
+func (ws *wireSetup) answer(b *testing.B, url string) []byte {
+	body, err := get(ws.hc, url, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return body
+}
+
+// plainServer is a plain net/http handler writing answer, the
+// pre-encoded JSON of a fetch, to every request: the baseline of the
+// JSON fetch workloads.
+func plainServer(b *testing.B, answer []byte) *httptest.Server {
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
+		_, _ = w.Write(answer)
+	}))
+	b.Cleanup(plain.Close)
+	return plain
 }
 
 // produceBody is a produce body of n records, each with the JSON string
@@ -228,18 +284,28 @@ func produceBody(enc string, n int, v string) []byte {
 // argument) until b.N ops are done.
 func runClients(b *testing.B, op func(c int) error) {
 	b.ReportAllocs()
+	b.ResetTimer()
+	err := runOps(int64(b.N), op)
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
+// runOps runs n ops of op from wireClients goroutines (client c, op's
+// argument) and returns the first error.
+func runOps(n int64, op func(c int) error) error {
 	var (
-		n        atomic.Int64
+		done     atomic.Int64
 		wg       sync.WaitGroup
 		errOnce  sync.Once
 		firstErr error
 	)
-	b.ResetTimer()
 	for c := range wireClients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for n.Add(1) <= int64(b.N) {
+			for done.Add(1) <= n {
 				if err := op(c); err != nil {
 					errOnce.Do(func() { firstErr = err })
 					return
@@ -248,16 +314,14 @@ func runClients(b *testing.B, op func(c int) error) {
 		}()
 	}
 	wg.Wait()
-	b.StopTimer()
-	if firstErr != nil {
-		b.Fatal(firstErr)
-	}
+	return firstErr
 }
 
-// rawFsync is the raw disk baseline of tierlog bench: each client appends
+// rawFsyncOp is the raw disk baseline of tierlog bench: client c appends
 // n bytes to its own file with one write and one fsync per op.
-func rawFsync(b *testing.B, dir string, n, valueBytes int) {
+func rawFsyncOp(b *testing.B, n int) func(c int) error {
 	buf := bytes.Repeat([]byte{'r'}, n)
+	dir := b.TempDir()
 	files := make([]*os.File, wireClients)
 	pos := make([]int64, wireClients)
 	for c := range files {
@@ -265,17 +329,16 @@ func rawFsync(b *testing.B, dir string, n, valueBytes int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer f.Close()
+		b.Cleanup(func() { f.Close() })
 		files[c] = f
 	}
-	b.SetBytes(int64(valueBytes))
-	runClients(b, func(c int) error {
+	return func(c int) error {
 		if _, err := files[c].WriteAt(buf, pos[c]); err != nil {
 			return err
 		}
 		pos[c] += int64(n)
 		return files[c].Sync()
-	})
+	}
 }
 
 func do(hc *http.Client, req *http.Request) error {
