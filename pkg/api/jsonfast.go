@@ -125,9 +125,9 @@ const hexDigits = "0123456789abcdef"
 // mode a key or value (or header value) that is not valid UTF-8 is base64
 // with "key_encoding"/"value_encoding":"base64"; in json mode one that is
 // not a JSON value is; nil is null.
-func appendRecordJSON(dst []byte, r broker.Record, enc encoding) []byte {
+func appendRecordJSON(dst []byte, r *broker.Record, enc encoding) []byte {
 	var offset, ts decimal
-	return appendRecordJSONFrom(dst, &r, enc, &offset, &ts)
+	return appendRecordJSONFrom(dst, r, enc, &offset, &ts)
 }
 
 // appendRecordJSONFrom is appendRecordJSON writing the offset and the

@@ -186,7 +186,7 @@ func lastEventID(r *http.Request) (next int64, ok bool, err error) {
 // renders a record, through the fetch answer's own per-record encoder, so
 // a stream and a fetch cannot differ.
 func sseRecordJSON(dst []byte, rec *broker.Record, enc encoding) []byte {
-	return appendRecordJSON(dst, *rec, enc)
+	return appendRecordJSON(dst, rec, enc)
 }
 
 // fetchStream serves a streaming fetch. req is the validated fetch
