@@ -22,16 +22,28 @@ import (
 // The file, "checkpoint", has ckptSlots slots of ckptSlotSize bytes; the
 // state committed with item version v goes to slot v mod ckptSlots, and a
 // reader takes the intact slot with the highest version. So a torn write
-// spoils one slot only, and a writer that is late with its checkpoint (its
-// commit long applied, others committed since) overwrites an older slot
-// and never the newest: before writing, it reads the slot and leaves it if
-// it holds a newer version. The state in a slot is a committed one (it is
-// written only after the commit applied), so a reader that uses it never
-// sees an uncommitted offset (I3); a Log never publishes a view with a lower
-// high watermark than one it published before. A checkpoint may lag the
-// item (a writer that crashed between its commit and its checkpoint): a
-// waiting reader checks the item itself every ckptVerify, and a read that
-// finds a file gone looks at the item too.
+// spoils one slot only. A writer reads every slot before it writes its own
+// and leaves the file alone if any holds its version or a newer one, or if
+// its commit is more than ckptLate old: a writer late with its checkpoint
+// (others committed since) does not overwrite a newer slot unless it is
+// paused between that look and its write while enough commits to wrap
+// around the slots apply. A file is no lock, so that case is not ruled out,
+// and readers never rely on the checkpoint being the newest state:
+//
+//   - a slot is written only after its commit applied, so the state in it
+//     is committed (I3): a reader never sees an uncommitted offset;
+//   - a read at an offset above the checkpoint's high watermark reads the
+//     item before it answers out of range, and one at the checkpoint's
+//     high watermark reads it at most once per ckptVerify per Log, so a
+//     checkpoint that lags (a writer crashed between its commit and its
+//     checkpoint, a failed write, a late write) costs a reader at the end
+//     of the log at most ckptVerify of staleness, and never a wrong answer;
+//   - a Log never answers a view with a lower high watermark, log start or
+//     cold end than one it published before.
+//
+// Log start and cold end are the compactor's: a writer copies them from its
+// acquire, so a checkpoint slot takes the highest of its own, the other
+// slots' and the Log's last published view, and they never go back.
 //
 // Slot:
 //
@@ -44,7 +56,7 @@ import (
 //	   i64 first ts, i64 last ts, i64 created ms
 const (
 	ckptName     = "checkpoint"
-	ckptSlots    = 4
+	ckptSlots    = 8
 	ckptSlotSize = 4096
 	ckptFixed    = 12 + 8 + 8*3 + 4
 	ckptSegSize  = 56
@@ -53,6 +65,10 @@ const (
 	ckptVerify = time.Second
 	// ckptFresh is how long a Log reuses the checkpoint it read last.
 	ckptFresh = 5 * time.Millisecond
+	// ckptLate is how long after its commit a writer still writes its
+	// checkpoint: a later one may be far behind others' (a paused or
+	// frozen process), and readers verify against the item as often.
+	ckptLate = ckptVerify
 )
 
 var ckptMagic = [4]byte{'T', 'L', 'C', '1'}
@@ -118,13 +134,9 @@ func decodeCheckpoint(b []byte) (version uint64, v *view, ok bool) {
 	return version, v, true
 }
 
-// writeCheckpoint copies p, the state just committed, into its slot; best
-// effort (readers fall back to the item).
-func (l *Log) writeCheckpoint(p *meta.Partition) {
-	b, ok := encodeCheckpoint(p)
-	if !ok {
-		return // too many segments for a slot: readers read the item
-	}
+// writeCheckpoint copies p, the state just committed (at committedAt),
+// into its slot; best effort (readers fall back to the item).
+func (l *Log) writeCheckpoint(p *meta.Partition, committedAt time.Time) {
 	// Never created here: a topic delete removes the file after fencing
 	// the items, and a writer whose commit applied before the fence must
 	// not bring it back (ensureCheckpoint creates it, after an acquire).
@@ -137,16 +149,42 @@ func (l *Log) writeCheckpoint(p *meta.Partition) {
 		return
 	}
 	defer f.Close()
-	off := int64(p.Version%ckptSlots) * ckptSlotSize
-	cur := make([]byte, ckptSlotSize)
-	if n, _ := f.ReadAt(cur, off); n > 0 {
-		if v, _, ok := decodeCheckpoint(cur[:n]); ok && v > p.Version {
-			return // a newer commit's checkpoint: leave it
+	buf := make([]byte, ckptSlots*ckptSlotSize)
+	n, _ := f.ReadAt(buf, 0)
+	newest, cur := newestSlot(buf[:n])
+	if cur != nil && newest >= p.Version {
+		return // this commit's checkpoint, or a newer commit's: leave them
+	}
+	if l.cfg.Now().Sub(committedAt) > ckptLate {
+		return // too late: others may have committed and written since
+	}
+	q := *p
+	for _, v := range []*view{cur, l.committed.Load()} {
+		if v != nil {
+			q.LogStartOffset, q.ColdEnd = max(q.LogStartOffset, v.logStart), max(q.ColdEnd, v.coldEnd)
 		}
 	}
-	if _, err := f.WriteAt(b, off); err != nil {
+	b, ok := encodeCheckpoint(&q)
+	if !ok {
+		return // too many segments for a slot: readers read the item
+	}
+	if _, err := f.WriteAt(b, int64(p.Version%ckptSlots)*ckptSlotSize); err != nil {
 		l.cfg.Logger.Warn("checkpoint", "topic", l.cfg.Key.Topic, "partition", l.cfg.Key.Partition, "err", err)
 	}
+}
+
+// newestSlot returns the intact slot of buf (the file's first bytes) with
+// the highest version, or nil.
+func newestSlot(buf []byte) (uint64, *view) {
+	var best *view
+	var bestVersion uint64
+	for i := 0; i < ckptSlots && i*ckptSlotSize < len(buf); i++ {
+		end := min((i+1)*ckptSlotSize, len(buf))
+		if ver, v, ok := decodeCheckpoint(buf[i*ckptSlotSize : end]); ok && (best == nil || ver > bestVersion) {
+			best, bestVersion = v, ver
+		}
+	}
+	return bestVersion, best
 }
 
 // ensureCheckpoint creates the checkpoint file if this Log has not seen it,
@@ -196,14 +234,7 @@ func (l *Log) readCheckpoint(reuse bool) (*view, bool) {
 	if err != nil && n == 0 {
 		return nil, false
 	}
-	var best *view
-	var bestVersion uint64
-	for i := 0; i < ckptSlots && i*ckptSlotSize < n; i++ {
-		end := min((i+1)*ckptSlotSize, n)
-		if ver, v, ok := decodeCheckpoint(buf[i*ckptSlotSize : end]); ok && (best == nil || ver > bestVersion) {
-			best, bestVersion = v, ver
-		}
-	}
+	_, best := newestSlot(buf[:n])
 	if best == nil {
 		return nil, false
 	}

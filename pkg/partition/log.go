@@ -647,6 +647,7 @@ func (l *Log) write(ctx context.Context, batch []*pending) ([]Appended, error) {
 		l.holding = false
 		return nil, fmt.Errorf("%w: commit: %w", ErrUnavailable, err)
 	}
+	committedAt := l.cfg.Now()
 	st.Version++ // the commit moved the item's version on
 	l.win.add(ents)
 	if release {
@@ -658,7 +659,7 @@ func (l *Log) write(ctx context.Context, batch []*pending) ([]Appended, error) {
 	l.lease = st
 	l.publish(&st)
 	if l.cfg.Checkpoint {
-		l.writeCheckpoint(&st)
+		l.writeCheckpoint(&st, committedAt)
 	}
 	// The staged files taken are their waiters' to remove, once they
 	// have read their answer: the leader's time is the partition's.
@@ -994,23 +995,22 @@ func (l *Log) Close(ctx context.Context) error {
 // view returns the committed state. The metadata store has it all: the
 // lease holder's commits and the compactor's log start and cold end. With
 // the embedded store this is a map read; on DynamoDB one consistent read.
+// fromItem is false for a view taken from the checkpoint (or published
+// before), which may lag the item: see checkpoint.go for what a reader
+// does about it.
 //
 // A view is never older than one this Log published, nor than a batch it
 // acknowledged (read your writes): a checkpoint behind either is not used.
-func (l *Log) view(ctx context.Context) (*view, error) {
+func (l *Log) view(ctx context.Context) (v *view, fromItem bool, err error) {
 	acked := l.ackedEnd.Load()
 	if l.cfg.Checkpoint {
 		if v, ok := l.readCheckpoint(false); ok {
-			cur := l.committed.Load()
-			if cur != nil && cur.hw > v.hw {
-				v = cur // a view is never older than one published
-			} else if cur == nil || v.hw > cur.hw {
-				l.publishView(v) // another process committed: wake waiters
-			}
+			v = l.newerOf(v)
 			if v.hw >= acked {
-				return v, nil
+				return v, false, nil
 			}
-			return l.freshView(ctx)
+			v, err := l.freshView(ctx)
+			return v, true, err
 		}
 		// No checkpoint: a partition never written (or not since the
 		// checkpoint was removed). An empty view read from the item in
@@ -1021,10 +1021,35 @@ func (l *Log) view(ctx context.Context) (*view, error) {
 		recent := l.cfg.Now().Sub(l.ckpt.emptyAt) < ckptFresh
 		l.ckpt.Unlock()
 		if v := l.committed.Load(); recent && v != nil && v.hw == 0 && acked == 0 {
-			return v, nil
+			return v, false, nil
 		}
 	}
-	return l.freshView(ctx)
+	v, err = l.freshView(ctx)
+	return v, true, err
+}
+
+// newerOf returns v, a view read from the checkpoint, unless the Log
+// published a newer one; the compactor's fields (log start, cold end) are
+// never lower than published ones. A newer v is published (another process
+// committed: wake waiters).
+func (l *Log) newerOf(v *view) *view {
+	cur := l.committed.Load()
+	switch {
+	case cur == nil:
+		l.publishView(v)
+		return v
+	case cur.hw > v.hw:
+		return cur
+	}
+	if cur.logStart > v.logStart || cur.coldEnd > v.coldEnd {
+		c := *v
+		c.logStart, c.coldEnd = max(c.logStart, cur.logStart), max(c.coldEnd, cur.coldEnd)
+		v = &c
+	}
+	if v.hw > cur.hw {
+		l.publishView(v)
+	}
+	return v
 }
 
 // freshView reads the committed state from the metadata store: what a read
@@ -1043,8 +1068,8 @@ func (l *Log) freshView(ctx context.Context) (*view, error) {
 		}
 	}
 	v := viewOf(&p)
-	if cur := l.committed.Load(); cur == nil || v.hw > cur.hw {
-		l.publish(&p) // another process committed: wake waiters
+	if cur := l.committed.Load(); cur == nil || v.hw > cur.hw || v.hw == cur.hw && (v.logStart > cur.logStart || v.coldEnd > cur.coldEnd) {
+		l.publishView(v) // another process committed, or the compactor moved on
 	}
 	if l.cfg.Checkpoint && v.hw == 0 {
 		l.ckpt.Lock()
@@ -1072,7 +1097,7 @@ func (l *Log) LastBounds() Bounds { return l.committed.Load().bounds() }
 // Bounds returns the log start offset, the high watermark and where the hot
 // tier starts.
 func (l *Log) Bounds(ctx context.Context) (Bounds, error) {
-	v, err := l.view(ctx)
+	v, _, err := l.view(ctx)
 	if err != nil {
 		return Bounds{}, err
 	}
@@ -1096,8 +1121,17 @@ func (l *Log) Read(ctx context.Context, offset int64, maxRecords, maxBytes int) 
 // those bounds and had true without reading a record. One look at the
 // committed state serves both the check and the read. Records are read
 // into memory from sc, as segment.Reader.ReadWith does (nil: make).
+//
+// A view from the checkpoint may lag the item: a read past its high
+// watermark takes the item's before it answers out of range, and a read
+// at it takes the item's when the Log has not looked in ckptVerify, so a
+// committed offset is never answered out of range and a reader at the end
+// of the log learns of a commit whose checkpoint was lost.
 func (l *Log) ReadUnless(ctx context.Context, offset int64, maxRecords, maxBytes int, have func(Bounds) bool, sc *segment.Scratch) (_ []segment.Record, _ Bounds, had bool, _ error) {
-	v, err := l.view(ctx)
+	v, fromItem, err := l.view(ctx)
+	if err == nil && !fromItem && (offset > v.hw || offset == v.hw && l.verifyDue()) {
+		v, err = l.freshView(ctx)
+	}
 	if err != nil {
 		return nil, Bounds{}, false, err
 	}
@@ -1285,9 +1319,7 @@ func (l *Log) waitView(ctx context.Context) (*view, error) {
 		return l.freshView(ctx)
 	}
 	if v, ok := l.readCheckpoint(true); ok {
-		if cur := l.committed.Load(); cur == nil || v.hw > cur.hw {
-			l.publishView(v)
-		}
+		return l.newerOf(v), nil
 	}
 	if v := l.committed.Load(); v != nil {
 		return v, nil

@@ -34,6 +34,9 @@ type window struct {
 	files map[segment.ID]*batchFileState
 	// expired is when keys older than the window were last dropped.
 	expired time.Time
+	// floor: segments with a lower base are older than the window (their
+	// states were dropped); refresh reads none of them again.
+	floor int64
 }
 
 type batchFileState struct {
@@ -43,6 +46,9 @@ type batchFileState struct {
 	prev   *segment.ID
 	newest int64 // newest entry's timestamp
 	linked bool  // prev was read from the header
+	// finalAt is when this process first found the file final: its
+	// segment was sealed before then, and so were all segments before it.
+	finalAt time.Time
 }
 
 func newWindow() *window {
@@ -90,12 +96,15 @@ func (w *window) refresh(fsys segment.FS, dir string, st *meta.Partition, now ti
 		w.expireLocked(now, span)
 		w.expired = now
 	}
+	for len(segs) > 0 && segs[0].id.Base < w.floor {
+		segs = segs[1:]
+	}
 	cutoff := now.Add(-span).UnixMilli()
 	var oldest *segment.ID
 	var oldestBase int64
 	for i := len(segs) - 1; i >= 0; i-- {
 		s := segs[i]
-		err := w.read(fsys, dir, s.id, s.limit, s.final)
+		err := w.read(fsys, dir, s.id, s.limit, s.final, now)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, errBatchHeader) {
 			return err
 		}
@@ -105,11 +114,11 @@ func (w *window) refresh(fsys segment.FS, dir string, st *meta.Partition, now ti
 	// Walk back past the segments the item names.
 	for oldest != nil {
 		fst := w.files[*oldest]
-		if fst == nil || fst.prev == nil || fst.newest < cutoff && fst.newest != 0 {
+		if fst == nil || fst.prev == nil || fst.newest < cutoff && fst.newest != 0 || fst.prev.Base < w.floor {
 			break
 		}
 		prev := *fst.prev
-		err := w.read(fsys, dir, prev, oldestBase, true)
+		err := w.read(fsys, dir, prev, oldestBase, true, now)
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, errBatchHeader) {
 			break
 		}
@@ -123,7 +132,7 @@ func (w *window) refresh(fsys segment.FS, dir string, st *meta.Partition, now ti
 
 // read reads segment id's batch file up to limit, unless it was read to a
 // final limit already.
-func (w *window) read(fsys segment.FS, dir string, id segment.ID, limit int64, final bool) error {
+func (w *window) read(fsys segment.FS, dir string, id segment.ID, limit int64, final bool, now time.Time) error {
 	fst := w.files[id]
 	if fst != nil && fst.final {
 		return nil
@@ -133,7 +142,7 @@ func (w *window) read(fsys segment.FS, dir string, id segment.ID, limit int64, f
 	} else if fst.limit == limit && fst.linked {
 		// Nothing committed past what was read: entries below a limit
 		// are all there once a commit has named it.
-		fst.final = final
+		fst.markFinal(final, now)
 		return nil
 	}
 	prev, ents, end, err := readBatchFile(fsys, batchesPath(dir, id), fst.pos, limit)
@@ -141,7 +150,7 @@ func (w *window) read(fsys segment.FS, dir string, id segment.ID, limit int64, f
 		if final && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, errBatchHeader)) {
 			// No batch file (older than batch files, removed, or its
 			// header damaged): nothing to learn here, and no link.
-			w.files[id] = &batchFileState{final: true, limit: limit}
+			w.files[id] = &batchFileState{final: true, limit: limit, finalAt: now}
 		}
 		return err
 	}
@@ -154,18 +163,36 @@ func (w *window) read(fsys segment.FS, dir string, id segment.ID, limit int64, f
 		}
 		fst.newest = max(fst.newest, e.TS)
 	}
-	fst.pos, fst.limit, fst.final = end, limit, final
+	fst.pos, fst.limit = end, limit
+	fst.markFinal(final, now)
 	w.files[id] = fst
 	return nil
 }
 
-// expire forgets keys older than the window span (twice over, so a key is
-// never forgotten early for clock skew between writers).
+func (f *batchFileState) markFinal(final bool, now time.Time) {
+	if final && !f.final {
+		f.finalAt = now
+	}
+	f.final = final
+}
+
+// expireLocked forgets keys older than the window span (twice over, so a
+// key is never forgotten early for clock skew between writers), and the
+// states of sealed segments that can hold no key younger than that: whose
+// newest entry is older, or that were sealed before then (those without
+// keyed batches). The segments before a dropped one are older still:
+// floor keeps refresh from reading any of them again.
 func (w *window) expireLocked(now time.Time, span time.Duration) {
-	cutoff := now.Add(-2 * span).UnixMilli()
+	cutoff := now.Add(-2 * span)
 	for k, e := range w.keys {
-		if e.TS < cutoff {
+		if e.TS < cutoff.UnixMilli() {
 			delete(w.keys, k)
+		}
+	}
+	for id, f := range w.files {
+		if f.final && (f.newest != 0 && f.newest < cutoff.UnixMilli() || f.finalAt.Before(cutoff)) {
+			delete(w.files, id)
+			w.floor = max(w.floor, id.Base+1)
 		}
 	}
 }
