@@ -39,6 +39,9 @@ type cmd struct {
 	// the tail asks the same offset until something new is committed),
 	// so that a kept answer meets the commits after it.
 	reask bool
+	// client (1..simClients; 0: none) is the consumer a read is for: it
+	// reads at the high watermark it was last told, by any process.
+	client int
 }
 
 // opBackoff is where a client waits before it retries a batch.
@@ -99,7 +102,12 @@ func (w *World) randomCmd(a *Actor) cmd {
 		if r.IntN(6) == 0 && hw > 0 {
 			return cmd{kind: cmdOffsetForTime, p: p, ts: w.s.base.UnixMilli() + r.Int64N(int64(w.s.now/time.Millisecond)+1)}
 		}
-		return cmd{kind: cmdRead, p: p, offset: r.Int64N(hw + 1), max: 1 + r.IntN(20), maxBytes: 1 + r.IntN(2000), again: 2 * (r.IntN(4) / 3), reask: r.IntN(3) == 0}
+		c := cmd{kind: cmdRead, p: p, offset: r.Int64N(hw + 1), max: 1 + r.IntN(20), maxBytes: 1 + r.IntN(2000), again: 2 * (r.IntN(4) / 3), reask: r.IntN(3) == 0}
+		if r.IntN(3) == 0 {
+			c.client = 1 + r.IntN(simClients)
+			c.offset = w.clientAt(p, c.client).hw
+		}
+		return c
 	}
 	if !w.quiet && r.IntN(25) == 0 {
 		return cmd{kind: cmdRestart}
@@ -288,12 +296,17 @@ func (w *World) readerBody(a *Actor) {
 
 func (w *World) read(a *Actor, pm *part, l *partition.Log, c cmd) {
 	a.note("READ %d from %d max %d/%dB", pm.p, c.offset, c.max, c.maxBytes)
+	start := w.readStart(c.p)
 	recs, b, err := w.readAt(pm, l, w.net.Client(a), objects{inner: w.objs, a: a, w: w}, c.offset, c.max, c.maxBytes)
 	w.res.Reads++
 	a.note("READ %d from %d: %d records, hw %d, %v", pm.p, c.offset, len(recs), b.HighWatermark, err)
 	if err != nil {
 		var oor *partition.OutOfRangeError
-		if errors.As(err, &oor) || errors.Is(err, partition.ErrUnavailable) || errors.Is(err, meta.ErrUnavailable) || w.damageExplains(pm, err) {
+		if errors.As(err, &oor) {
+			w.checkOutOfRange(a, c, start, oor.HighWatermark)
+			return
+		}
+		if errors.Is(err, partition.ErrUnavailable) || errors.Is(err, meta.ErrUnavailable) || w.damageExplains(pm, err) {
 			return
 		}
 		w.fail(fmt.Errorf("I3: %d: read from %d (committed hw %d): %v", pm.p, c.offset, pm.maxHW, err))
@@ -301,6 +314,71 @@ func (w *World) read(a *Actor, pm *part, l *partition.Log, c cmd) {
 	}
 	w.checkRecords(pm, c.offset, recs, "reader "+a.Name)
 	w.checkReaderHW(a, pm, b.HighWatermark)
+	w.checkClient(a, c, start, len(recs), b.HighWatermark)
+}
+
+// simClients is how many consumers of each partition read through any
+// reader or broker process, as a consumer's fetches land on whichever
+// warm container the platform picks.
+const simClients = 3
+
+// clientState is what a consumer was told: the highest high watermark
+// any process answered it, and when it was first told it.
+type clientState struct {
+	hw int64
+	at time.Duration
+}
+
+// clientAt is consumer k of partition p of the current incarnation.
+func (w *World) clientAt(p, k int) *clientState {
+	key := fmt.Sprintf("%s#%d#%d", w.topic.ID, p, k)
+	cs := w.clients[key]
+	if cs == nil {
+		cs = &clientState{}
+		w.clients[key] = cs
+	}
+	return cs
+}
+
+// readStart is what a read needs to know of the world when it starts: the
+// incarnation and the committed high watermark of partition p.
+type readStart struct {
+	id string
+	hw int64
+	at time.Duration
+}
+
+func (w *World) readStart(p int) readStart {
+	return readStart{id: w.topic.ID, hw: w.hw(p), at: w.s.now}
+}
+
+// checkOutOfRange: an out-of-range answer names a high watermark below
+// the offset asked; the offset must not have been committed when the read
+// started (a checkpoint that lags the item is no excuse).
+func (w *World) checkOutOfRange(a *Actor, c cmd, start readStart, hw int64) {
+	if start.id == w.topic.ID && c.offset > hw && c.offset <= start.hw {
+		w.fail(fmt.Errorf("I3: %d: %s was told offset %d is out of range (high watermark %d), but the committed high watermark was %d when the read started",
+			c.p, a.Name, c.offset, hw, start.hw))
+	}
+}
+
+// checkClient checks a consumer's read through any process: an answer
+// with no records below a high watermark the consumer was told (by any
+// process, committed then) is staleness, allowed only within
+// partition.CheckpointStaleness of when it was told (and the clocks'
+// skew): a process at the end of the log looks at the item that often.
+func (w *World) checkClient(a *Actor, c cmd, start readStart, n int, hw int64) {
+	if c.client == 0 || start.id != w.topic.ID {
+		return
+	}
+	cs := w.clientAt(c.p, c.client)
+	if n == 0 && c.offset < cs.hw && start.at-cs.at > partition.CheckpointStaleness+2*w.cfg.MaxSkew {
+		w.fail(fmt.Errorf("I3: %d: consumer %d, told high watermark %d %v before its read from %d through %s: no records (high watermark %d)",
+			c.p, c.client, cs.hw, start.at-cs.at, c.offset, a.Name, hw))
+	}
+	if hw > cs.hw {
+		cs.hw, cs.at = hw, w.s.now
+	}
 }
 
 // checkReaderHW checks the high watermark a read reported: committed (I3:

@@ -145,6 +145,7 @@ const simAnswerBytes = 16 << 10
 // other answer is.
 func (w *World) brokerFetch(a *Actor, b *broker.Broker, c cmd) {
 	a.note("FETCH %d from %d max %d/%dB", c.p, c.offset, c.max, c.maxBytes)
+	start := w.readStart(c.p)
 	delete(w.net.lastRead, a)
 	var res broker.FetchResult
 	encoded := false
@@ -169,7 +170,11 @@ func (w *World) brokerFetch(a *Actor, b *broker.Broker, c cmd) {
 	if err != nil {
 		var oor *broker.OffsetOutOfRangeError
 		switch {
-		case errors.As(err, &oor), errors.Is(err, broker.ErrUnavailable), errors.Is(err, broker.ErrTopicNotFound), errors.Is(err, errS3):
+		case errors.As(err, &oor):
+			if pm != nil {
+				w.checkOutOfRange(a, c, start, oor.HighWatermark)
+			}
+		case errors.Is(err, broker.ErrUnavailable), errors.Is(err, broker.ErrTopicNotFound), errors.Is(err, errS3):
 			// (an injected S3 5xx is unavailable; errS3 stays accepted
 			// for reads that fail before the broker classifies them)
 		case pm != nil && w.damageExplains(pm, err):
@@ -189,6 +194,7 @@ func (w *World) brokerFetch(a *Actor, b *broker.Broker, c cmd) {
 	}
 	w.checkRecords(pm, c.offset, res.Records, "broker "+a.Name)
 	w.checkReaderHW(a, pm, res.HighWatermark)
+	w.checkClient(a, c, start, len(res.Records), res.HighWatermark)
 }
 
 func (w *World) hw(p int) int64 {

@@ -33,6 +33,8 @@ var scenarios = []scenario{
 	{name: "keyed-retry-after-late-commit", run: keyedRetryLateCommit},
 	{name: "keyed-retry-hold-lease-lost-answer", run: keyedRetryHoldLost},
 	{name: "zombie-leader-staged-batches", run: zombieLeaderStaged},
+	{name: "checkpoint-lags-after-crash", run: checkpointLags},
+	{name: "checkpoint-moved-back-by-late-writer", run: checkpointMovedBack},
 }
 
 func TestScenarios(t *testing.T) {
@@ -350,4 +352,50 @@ func zombieLeaderStaged(sc *Script) {
 	sc.AppendKeyed(x, 1, 0)
 	sc.Read(r, 0)
 	sc.Check()
+}
+
+// checkpointLags: a Lambda writer crashes between its commit and its
+// checkpoint, and the partition stays idle. A warm reader whose checkpoint
+// says hw 2 must answer a read at the committed hw 4 (no records, not out
+// of range), and a consumer told hw 4 elsewhere that reads at 2 through it
+// gets the records once partition.CheckpointStaleness has passed.
+func checkpointLags(sc *Script) {
+	sc.Checkpoint()
+	w := sc.Writer("w", false)
+	r := sc.Reader("r")
+	sc.Append(w, 2, 0)
+	sc.Read(r, 0)
+	sc.Read(r, 2) // at the end of the log: r looks at the item once
+	sc.AppendUntil(w, 2, 0, opOpen, "checkpoint")
+	sc.Crash(w)
+	hw := sc.HW(0)
+	sc.Told(0, 1, hw)
+	sc.ReadFor(r, 2, 1) // no records: staleness within the bound
+	sc.Advance(3 * time.Second / 2)
+	sc.ReadFor(r, 2, 1)
+	sc.ReadFor(r, hw, 1)
+}
+
+// checkpointMovedBack: w1's checkpoint write is held just before its
+// pwrite while w2 commits often enough to wrap around every slot; w1's
+// late slot then hides the newest. Readers must still never answer out of
+// range for a committed offset, and a consumer at the end of the log gets
+// the records within the staleness bound.
+func checkpointMovedBack(sc *Script) {
+	sc.Checkpoint()
+	w1 := sc.Writer("w1", false)
+	w2 := sc.Writer("w2", false)
+	r := sc.Reader("r")
+	sc.Append(w1, 1, 0)
+	sc.Read(r, 1)
+	sc.AppendUntil(w1, 1, 0, opWrite, "checkpoint")
+	for range 8 {
+		sc.Append(w2, 1, 0)
+	}
+	sc.Continue(w1)
+	hw := sc.HW(0)
+	sc.Told(0, 1, hw)
+	sc.ReadFor(r, hw, 1)
+	sc.Advance(3 * time.Second / 2)
+	sc.ReadFor(r, hw-1, 1)
 }

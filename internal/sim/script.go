@@ -260,3 +260,22 @@ func (sc *Script) Retries(d, busy time.Duration) {
 	sc.W.cfg.RetryFor = d
 	sc.W.busyWait = busy
 }
+
+// Checkpoint makes writers write the committed checkpoint and readers read
+// it (partition.Config.Checkpoint); call it before adding actors.
+func (sc *Script) Checkpoint() { sc.W.ckpt = true }
+
+// ReadFor has a read from offset for consumer client (checkClient).
+func (sc *Script) ReadFor(a *Actor, offset int64, client int) {
+	sc.Until(a, cmd{kind: cmdRead, offset: offset, max: 1000, maxBytes: 1 << 20, client: client}, opIdle, "")
+}
+
+// Told records that consumer client of partition p was told high
+// watermark hw now (by a process the script does not model).
+func (sc *Script) Told(p, client int, hw int64) {
+	cs := sc.W.clientAt(p, client)
+	cs.hw, cs.at = hw, sc.W.s.now
+}
+
+// HW is the committed high watermark of partition p.
+func (sc *Script) HW(p int) int64 { return sc.W.hw(p) }

@@ -248,8 +248,9 @@ type World struct {
 	// ckpt: writers write the committed checkpoint and readers read it
 	// (partition.Config.Checkpoint), per seed.
 	ckpt     bool
-	readerHW map[string]int64 // reader process and partition -> high watermark it last saw
-	lastAsk  map[*Actor]cmd   // a broker's last read, which it may ask again later
+	readerHW map[string]int64        // reader process and partition -> high watermark it last saw
+	lastAsk  map[*Actor]cmd          // a broker's last read, which it may ask again later
+	clients  map[string]*clientState // consumers (checkClient), by incarnation, partition and number
 
 	// createTime: the topic takes producer timestamps (I6 does not hold);
 	// headers: records carry headers, derived from their values
@@ -329,6 +330,7 @@ func NewWorld(cfg Config) *World {
 	w.ckpt = w.s.rng.IntN(2) == 0
 	w.lastAsk = map[*Actor]cmd{}
 	w.readerHW = map[string]int64{}
+	w.clients = map[string]*clientState{}
 	// The record kinds come from a generator of their own, so the main
 	// one (and what every seed did before) is unchanged.
 	kinds := rand.New(rand.NewPCG(cfg.Seed, 0x5eed4ead))

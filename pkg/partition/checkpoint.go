@@ -60,9 +60,9 @@ const (
 	ckptSlotSize = 4096
 	ckptFixed    = 12 + 8 + 8*3 + 4
 	ckptSegSize  = 56
-	// ckptVerify is how often a reader waiting on the checkpoint reads
-	// the partition item as well.
-	ckptVerify = time.Second
+	// ckptVerify is how often a reader at the end of the log reads the
+	// partition item as well (CheckpointStaleness).
+	ckptVerify = CheckpointStaleness
 	// ckptFresh is how long a Log reuses the checkpoint it read last.
 	ckptFresh = 5 * time.Millisecond
 	// ckptLate is how long after its commit a writer still writes its
@@ -70,6 +70,12 @@ const (
 	// frozen process), and readers verify against the item as often.
 	ckptLate = ckptVerify
 )
+
+// CheckpointStaleness bounds how long a reader at the end of the log (a
+// fetch or long-poll at the high watermark it was told) answers from a
+// checkpoint that lags the item: a Log reads the item at least this often
+// while it has such readers.
+const CheckpointStaleness = time.Second
 
 var ckptMagic = [4]byte{'T', 'L', 'C', '1'}
 
