@@ -624,6 +624,14 @@ func (c *Compactor) cleanHot(k meta.PartitionKey, dir string, item meta.Partitio
 	seen := map[segment.ID]bool{}
 	removed := 0
 	for _, de := range ents {
+		if de.Name() == partition.StageDir && de.IsDir() {
+			// Staged batches whose waiters crashed (nobody else
+			// removes them on a partition no one writes again).
+			if _, err := partition.RemoveExpiredStaged(c.cfg.FS, dir, now); err != nil {
+				return removed, err
+			}
+			continue
+		}
 		if bid, ok := partition.ParseBatchFileName(de.Name()); ok {
 			if c.batchFileExpired(dir, de.Name(), bid, now) {
 				if err := c.cfg.FS.Remove(filepath.Join(dir, de.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -644,4 +645,35 @@ func TestHotGraceCountsFromColdEnd(t *testing.T) {
 			e.checkConverged()
 		})
 	}
+}
+
+// A staged batch whose waiter crashed stays in the write buffer of a
+// partition nobody writes again: a pass removes it once no waiter can be
+// waiting for it (partition.StagedExpiry), and leaves younger ones.
+func TestExpiredStagedBatchesRemoved(t *testing.T) {
+	e := newEnv(t, broker.TopicSpec{})
+	e.produce(3)
+	wbuf := filepath.Join(partition.Dir(e.dir, e.key()), partition.StageDir)
+	if err := os.MkdirAll(wbuf, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	name := func(age time.Duration) string {
+		return fmt.Sprintf("%016x-%016x.stg", e.clock.now().Add(-age).UnixMilli(), uint64(age))
+	}
+	expired, young := name(partition.StagedExpiry+time.Second), name(partition.StagedExpiry-time.Minute)
+	for _, n := range []string{expired, young} {
+		if err := os.WriteFile(filepath.Join(wbuf, n), []byte("TLS1"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.compactor(nil).Run(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(wbuf, expired)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("staged file %v old kept: %v", partition.StagedExpiry+time.Second, err)
+	}
+	if _, err := os.Stat(filepath.Join(wbuf, young)); err != nil {
+		t.Errorf("staged file younger than the expiry removed: %v", err)
+	}
+	e.readAll()
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tierlog/tierlog/pkg/segment"
 )
@@ -56,6 +57,9 @@ const (
 	stageExt   = ".stg"
 	stageFixed = 58
 )
+
+// StageDir is the write buffer's directory, in a partition's directory.
+const StageDir = stageDir
 
 var (
 	stageMagic   = [4]byte{'T', 'L', 'S', '1'}
@@ -303,6 +307,38 @@ func (l *Log) listStaged() ([]string, error) {
 		}
 	}
 	return names, nil
+}
+
+// StagedExpiry is how old (by the time in its name) a staged file must be
+// before RemoveExpiredStaged removes it: no waiter waits that long (a
+// request's deadline ends its wait, and a Lambda invocation lasts at most
+// 15 minutes), and a leader takes none older than twice its busy wait.
+const StagedExpiry = 15*time.Minute + time.Minute
+
+// RemoveExpiredStaged removes the staged files in the write buffer of the
+// partition in dir whose waiters are certainly gone (StagedExpiry): a waiter
+// that crashed leaves its file, and on a partition nobody writes again no
+// leader would remove it. It returns how many it removed.
+func RemoveExpiredStaged(fsys segment.FS, dir string, now time.Time) (int, error) {
+	ents, err := fsys.ReadDir(filepath.Join(dir, stageDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	removed := 0
+	for _, e := range ents {
+		created, ok := parseStageName(e.Name())
+		if !ok || now.Sub(time.UnixMilli(created)) < StagedExpiry {
+			continue
+		}
+		if err := fsys.Remove(filepath.Join(dir, stageDir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return removed, err
+		}
+		removed++
+	}
+	return removed, nil
 }
 
 // readStaged reads one staged file.
