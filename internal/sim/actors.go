@@ -62,10 +62,10 @@ func (w *World) AddReader(name string) *Actor {
 }
 
 func (w *World) skew() time.Duration {
-	if w.cfg.MaxSkew <= 0 {
+	if w.maxSkew <= 0 {
 		return 0
 	}
-	return w.s.between(-w.cfg.MaxSkew, w.cfg.MaxSkew)
+	return w.s.between(-w.maxSkew, w.maxSkew)
 }
 
 // idle is the yield point between operations; it returns the next command.
@@ -372,7 +372,7 @@ func (w *World) checkClient(a *Actor, c cmd, start readStart, n int, hw int64) {
 		return
 	}
 	cs := w.clientAt(c.p, c.client)
-	if n == 0 && c.offset < cs.hw && start.at-cs.at > partition.CheckpointStaleness+2*w.cfg.MaxSkew {
+	if n == 0 && c.offset < cs.hw && start.at-cs.at > partition.CheckpointStaleness+2*w.maxSkew {
 		w.fail(fmt.Errorf("I3: %d: consumer %d, told high watermark %d %v before its read from %d through %s: no records (high watermark %d)",
 			c.p, c.client, cs.hw, start.at-cs.at, c.offset, a.Name, hw))
 	}

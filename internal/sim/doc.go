@@ -20,7 +20,7 @@
 // operation (and the code up to its next yield), or the scheduler injects
 // an event. The virtual clock advances 0-10 ms per step and jumps by about
 // a lease TTL now and then; each actor reads it with its own skew (up to
-// ±200 ms).
+// ±200 ms, or ±3 s in a quarter of the seeds: more than a lease TTL).
 //
 // Actors:
 //   - every writer (and broker) is a client that sends each batch in one
@@ -41,10 +41,16 @@
 //     replaced now and then (a new owner, a new NFS client);
 //   - zombies: any writer the scheduler pauses inside an operation for
 //     more than the lease TTL, then resumes: its late pwrite, fsync and
-//     commit run against a world that moved on;
+//     commit run against a world that moved on; a quarter of the pauses
+//     are freezes of 10-60 lease TTLs (a Lambda container frozen with a
+//     round in flight, thawed by a later invocation);
 //   - readers: fetch containers that Read from random offsets (and ask
 //     OffsetForTime) through their own warm Log, and read offsets below the
-//     hot start from the cold tier (catalog entry, then pkg/tier);
+//     hot start from the cold tier (catalog entry, then pkg/tier); a third
+//     of the reads (readers' and brokers') are a consumer's: one of three
+//     per partition, reading at the high watermark it was last told by
+//     whichever process answered it, as a consumer's fetches land on any
+//     warm container;
 //   - compactors: pkg/compactor passes (finalize to pkg/objstore/mem,
 //     retention when the topic has retention_bytes, hot and cold cleanup)
 //     over every partition of the topic as read from the store, in a
@@ -87,7 +93,11 @@
 //     timeout with rate StaleList (the write buffer's trap, DESIGN.md 4a:
 //     a leader may not see a staged batch); a stat of a name this client
 //     looked up before answers "absent" from its fresh negative entry,
-//     and an open does with rate NegativeHit;
+//     and an open does with rate NegativeHit; a quarter of the seeds
+//     trust names and listings for 30 s and another quarter for 60 s
+//     (EFS's acdirmin and acregmax), far beyond the busy wait;
+//   - file times (mtime) from the server's clock, which no actor's skew
+//     touches;
 //   - no O_APPEND: writes are at explicit positions only.
 //
 // Faults (FSFaults, per call, chosen by the seed): fsync (or close) fails
@@ -128,7 +138,9 @@
 // (MetaFaults): refuses it (not applied, ErrUnavailable); loses the answer
 // (applied, ErrUnavailable); delays it (ErrUnavailable now, the request
 // lands later, after other actors' requests, or is lost); duplicates it
-// (applied and answered, and a retried copy lands again later). A share
+// (applied and answered, and a retried copy lands again later); throttles
+// it (the caller waits 50 ms to 1.5 lease TTLs while the SDK retries, then
+// the request applies or, half the time, is refused). A share
 // (LongDelay) of delayed requests is held 3-6 lease TTLs: a late commit
 // lands after a takeover and the new owner's commits. Reads may fail. A
 // late or duplicated commit landing after newer ones is exactly audit
@@ -151,7 +163,12 @@
 //     the acknowledged bytes;
 //   - I3: a reader never gets an offset at or past the committed high
 //     watermark, nor a value nobody appended, and what was read at N is
-//     what every later read of N gets (reader or checker);
+//     what every later read of N gets (reader or checker); no read is
+//     answered out of range for an offset committed when it started (a
+//     checkpoint behind the item is no excuse); a consumer that was told a
+//     high watermark by one process and reads below it through another
+//     gets records, once partition.CheckpointStaleness (and the skew)
+//     has passed since it was told;
 //   - I4: no two commits applied from the same (epoch, commit version)
 //     (checked in the store wrapper);
 //   - I5: follows from I2 and I3: committed bytes never change;

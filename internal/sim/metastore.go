@@ -16,6 +16,11 @@ type MetaFaults struct {
 	Delay      float64 // the caller gets ErrUnavailable (timed out); the request lands later, after others
 	Duplicate  float64 // applied and answered; a retried copy lands again later
 	ReadFail   float64 // a read answers ErrUnavailable
+	// Throttle: a request is throttled (ProvisionedThroughputExceeded):
+	// the SDK backs off and retries, so the caller waits 50 ms to 1.5
+	// lease TTLs, then the request is applied, or, half the time, refused
+	// once the retries ran out.
+	Throttle float64
 	// LongDelay is the share of delayed requests held for 3-6 lease TTLs
 	// instead of up to 2: a late commit lands after a takeover and more.
 	LongDelay float64
@@ -120,9 +125,33 @@ func (c *MetaClient) begin(op string, what ...string) error {
 	return nil
 }
 
+// throttled is the Throttle fault: it makes the caller wait, and reports
+// whether the request is then refused.
+func (c *MetaClient) throttled(what string) (bool, error) {
+	if !c.fault(c.n.faults.Throttle) {
+		return false, nil
+	}
+	w := c.n.w
+	d := w.s.between(50*time.Millisecond, w.cfg.LeaseTTL*3/2)
+	w.res.Faults["throttle"]++
+	c.a.note("%s: throttled, retrying for %v", what, d)
+	c.a.pausedUntil = w.s.now + d
+	if !c.a.enter(opThrottled, what) {
+		return true, fmt.Errorf("%w: sim: process crashed", meta.ErrUnavailable)
+	}
+	if w.s.chance(0.5) {
+		c.a.note("%s: throttled, retries exhausted", what)
+		return true, fmt.Errorf("%w: sim: throttled", meta.ErrUnavailable)
+	}
+	return false, nil
+}
+
 // write runs a mutation through the network's faults.
 func (c *MetaClient) write(op, what string, apply func() error) error {
 	if err := c.begin(op, what); err != nil {
+		return err
+	}
+	if refused, err := c.throttled(what); refused {
 		return err
 	}
 	f := c.n.faults
@@ -176,6 +205,9 @@ func (c *MetaClient) write(op, what string, apply func() error) error {
 
 func (c *MetaClient) read(what string) error {
 	if err := c.begin(opMetaRead); err != nil {
+		return err
+	}
+	if refused, err := c.throttled(what); refused {
 		return err
 	}
 	if c.fault(c.n.faults.ReadFail) {

@@ -153,6 +153,8 @@ const (
 	opAcquire  = "meta.acquire"
 	opCommit   = "meta.commit"
 	opMetaW    = "meta.write"
+	// opThrottled: a metadata request waits out throttling.
+	opThrottled = "meta.throttled"
 )
 
 func newSched(seed uint64, tracing bool) *Sched {

@@ -78,6 +78,7 @@ func TestSimulate(t *testing.T) {
 		kept    atomic.Int64
 		slowest atomic.Int64 // Result.Recovery
 		mu      sync.Mutex
+		faults  = map[string]int{}
 		failed  []uint64
 		stopped atomic.Bool
 		wg      sync.WaitGroup
@@ -100,12 +101,15 @@ func TestSimulate(t *testing.T) {
 				kept.Add(int64(res.KeptAnswers))
 				for r := int64(res.Recovery); r > slowest.Load() && !slowest.CompareAndSwap(slowest.Load(), r); {
 				}
+				mu.Lock()
+				for k, v := range res.Faults {
+					faults[k] += v
+				}
 				if res.Violation != nil {
-					mu.Lock()
 					failed = append(failed, seed)
-					mu.Unlock()
 					stopped.Store(true)
 				}
+				mu.Unlock()
 			}
 		}()
 	}
@@ -113,6 +117,7 @@ func TestSimulate(t *testing.T) {
 	el := time.Since(start)
 	t.Logf("%d seeds from %d, %d steps in %v: %.0f steps/s, %d records acknowledged (%.1f per seed), %d reads (%d answered with a kept answer), slowest recovery %v",
 		n, first, steps.Load(), el.Round(time.Millisecond), float64(steps.Load())/el.Seconds(), acked.Load(), float64(acked.Load())/float64(n), reads.Load(), kept.Load(), time.Duration(slowest.Load()))
+	t.Logf("faults injected: %v", faults)
 	if len(failed) > 0 {
 		seed := failed[0]
 		for _, s := range failed {

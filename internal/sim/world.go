@@ -55,15 +55,26 @@ type Config struct {
 	LeaseTTL     time.Duration
 	SegmentBytes int64 // 0: chosen by the seed
 	IndexBytes   int   // 0: chosen by the seed
-	MaxSkew      time.Duration
+	// MaxSkew bounds each actor's clock offset; with WideSkew, a quarter
+	// of the seeds take 3 s instead (more than a lease TTL).
+	MaxSkew  time.Duration
+	WideSkew bool
+	// LongAttrCache: a quarter of the seeds trust NFS names and listings
+	// for 30 s, another quarter for 60 s (EFS's acdirmin and acregmax),
+	// far beyond the busy wait, unless FS.AttrTimeout is set.
+	LongAttrCache bool
 
 	FS      FSFaults
 	Meta    MetaFaults
 	Objects ObjFaults
 
 	// Per-step rates of the scheduler's faults.
-	Crash     float64 // crash an actor (its NFS client loses unsynced pages)
-	Pause     float64 // pause an actor past the lease TTL (a zombie)
+	Crash float64 // crash an actor (its NFS client loses unsynced pages)
+	Pause float64 // pause an actor past the lease TTL (a zombie)
+	// Freeze is the share of pauses that last 10-60 lease TTLs: a Lambda
+	// container frozen mid-round (its invocation answered, a goroutine
+	// still in flight) and thawed by a later invocation.
+	Freeze    float64
 	ClockJump float64 // the clock jumps forward by about a lease TTL
 	Writeback float64 // background writeback of some client's unsynced pages
 	Deliver   float64 // an in-flight metadata request lands (or is lost)
@@ -89,17 +100,20 @@ type Config struct {
 // also picks the number of actors of each kind and the segment size.
 func DefaultConfig(seed uint64) Config {
 	return Config{
-		Seed:     seed,
-		Steps:    400,
-		LeaseTTL: 2 * time.Second,
-		MaxSkew:  200 * time.Millisecond,
+		Seed:          seed,
+		Steps:         400,
+		LeaseTTL:      2 * time.Second,
+		MaxSkew:       200 * time.Millisecond,
+		WideSkew:      true,
+		LongAttrCache: true,
+		Freeze:        0.25,
 		FS: FSFaults{
 			FsyncFail: 0.02, WriteFail: 0.01, ShortWrite: 0.01, NoSpace: 0.005,
 			CreateFail: 0.03, CreateLostReply: 0.01, StaleHandle: 0.5, RemoveLostReply: 0.05,
 			StaleList: 0.3, NegativeHit: 0.5,
 		},
 		Meta: MetaFaults{
-			Refuse: 0.02, LostAnswer: 0.02, Delay: 0.02, Duplicate: 0.02, ReadFail: 0.01, LongDelay: 0.2,
+			Refuse: 0.02, LostAnswer: 0.02, Delay: 0.02, Duplicate: 0.02, ReadFail: 0.01, LongDelay: 0.2, Throttle: 0.01,
 		},
 		Objects: ObjFaults{
 			PutFail: 0.02, PutLostAnswer: 0.02, GetFail: 0.01, Slow: 0.1,
@@ -121,7 +135,7 @@ func (c *Config) Scale(f float64) {
 	for _, p := range []*float64{
 		&c.FS.FsyncFail, &c.FS.WriteFail, &c.FS.ShortWrite, &c.FS.NoSpace, &c.FS.CreateFail,
 		&c.FS.CreateLostReply, &c.FS.RemoveLostReply, &c.FS.StaleList,
-		&c.Meta.Refuse, &c.Meta.LostAnswer, &c.Meta.Delay, &c.Meta.Duplicate, &c.Meta.ReadFail,
+		&c.Meta.Refuse, &c.Meta.LostAnswer, &c.Meta.Delay, &c.Meta.Duplicate, &c.Meta.ReadFail, &c.Meta.Throttle,
 		&c.FS.SilentWriteback,
 		&c.Objects.PutFail, &c.Objects.PutLostAnswer, &c.Objects.GetFail,
 		&c.Crash, &c.Pause, &c.ClockJump, &c.Writeback, &c.Deliver, &c.Damage,
@@ -251,6 +265,7 @@ type World struct {
 	readerHW map[string]int64        // reader process and partition -> high watermark it last saw
 	lastAsk  map[*Actor]cmd          // a broker's last read, which it may ask again later
 	clients  map[string]*clientState // consumers (checkClient), by incarnation, partition and number
+	maxSkew  time.Duration           // Config.MaxSkew, or 3 s in a quarter of the seeds (WideSkew)
 
 	// createTime: the topic takes producer timestamps (I6 does not hold);
 	// headers: records carry headers, derived from their values
@@ -341,6 +356,15 @@ func NewWorld(cfg Config) *World {
 		w.createTime = cfg.TimestampType == "create"
 	}
 	w.headers = cfg.Headers > 0 || cfg.Headers == 0 && kinds.IntN(2) == 0
+	// The harsher environment, also from a generator of its own.
+	env := rand.New(rand.NewPCG(cfg.Seed, 0xe4f1c0de))
+	w.maxSkew = cfg.MaxSkew
+	if cfg.WideSkew && env.IntN(4) == 0 {
+		w.maxSkew = 3 * time.Second
+	}
+	if cfg.LongAttrCache && cfg.FS.AttrTimeout == 0 {
+		w.srv.faults.AttrTimeout = [...]time.Duration{0, 0, 30 * time.Second, 60 * time.Second}[env.IntN(4)]
+	}
 	w.prodTS = map[string]int64{}
 	if err := w.createTopic(nil); err != nil {
 		panic(err)
@@ -800,6 +824,10 @@ func (w *World) decide() {
 		case x < c.Crash+c.Pause:
 			if a := w.pick(func(a *Actor) bool { return a.started && a.pausedUntil == 0 && a.inOp && a.Kind != "reader" }); a != nil {
 				a.pausedUntil = s.now + c.LeaseTTL + s.between(0, c.LeaseTTL)
+				if s.chance(c.Freeze) {
+					a.pausedUntil = s.now + s.between(10*c.LeaseTTL, 60*c.LeaseTTL)
+					w.res.Faults["freeze"]++
+				}
 				w.res.Faults["pause"]++
 				s.eventf("PAUSE %s until %.3fs (before %s %s)", a.Name, a.pausedUntil.Seconds(), a.pendOp, short(a.pendName))
 				return
