@@ -18,7 +18,8 @@ const (
 	cmdRestart
 	cmdRead
 	cmdOffsetForTime
-	cmdChurn // admin: delete the topic and create it again
+	cmdChurn  // admin: delete the topic and create it again
+	cmdUpdate // admin: update the topic (n: what, as updateTopic takes it)
 )
 
 type cmd struct {
@@ -42,6 +43,8 @@ type cmd struct {
 	// client (1..simClients; 0: none) is the consumer a read is for: it
 	// reads at the high watermark it was last told, by any process.
 	client int
+	// routed: a broker sends a keyed record on the topic route.
+	routed bool
 }
 
 // opBackoff is where a client waits before it retries a batch.
@@ -97,7 +100,9 @@ func (w *World) randomCmd(a *Actor) cmd {
 		return cmd{kind: cmdChurn}
 	case "reader", "broker":
 		if a.Kind == "broker" && r.IntN(2) == 0 {
-			return cmd{kind: cmdAppend, p: p, n: 1 + r.IntN(4), mode: w.randomMode()}
+			c := cmd{kind: cmdAppend, p: p, n: 1 + r.IntN(4), mode: w.randomMode()}
+			c.routed = c.mode == modeKeyed && r.IntN(3) == 0
+			return c
 		}
 		if r.IntN(6) == 0 && hw > 0 {
 			return cmd{kind: cmdOffsetForTime, p: p, ts: w.s.base.UnixMilli() + r.Int64N(int64(w.s.now/time.Millisecond)+1)}

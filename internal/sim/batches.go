@@ -51,10 +51,13 @@ const idemWindow = 10 * time.Minute
 
 // batch is the model of one logical keyed batch.
 type batch struct {
-	key      string
-	mode     batchMode
-	actor    string
-	p        int
+	key   string
+	mode  batchMode
+	actor string
+	p     int // -1 until a routed batch is answered
+	// routed: sent on the topic route without a partition (one record),
+	// so the broker routes it by its key (Broker.ProduceWith).
+	routed   bool
 	id       string // incarnation it was first sent to
 	vals     []string
 	recs     []partition.Record
@@ -95,7 +98,8 @@ func batchHash(recs []partition.Record) [16]byte {
 
 // attempt is what one try sends.
 type attempt struct {
-	p        int
+	p        int // -1: routed by the broker, which sets *to
+	to       *int
 	recs     []partition.Record
 	key      string
 	hash     [16]byte
@@ -207,13 +211,24 @@ func (w *World) sawHW(a *Actor, p int, hw int64) {
 // produce appends a batch of n records to partition p as a client does
 // (mode: see batchMode).
 func (w *World) produce(a *Actor, p, n, padTo int, mode batchMode, do doFunc) {
+	w.produceBatch(a, p, n, padTo, mode, false, do)
+}
+
+// produceRouted is a keyed batch of one record sent on the topic route: the
+// broker picks its partition by the key, and every retry must be answered
+// from the first commit, wherever a topic update since routes the key.
+func (w *World) produceRouted(a *Actor, padTo int, do doFunc) {
+	w.produceBatch(a, -1, 1, padTo, modeKeyed, true, do)
+}
+
+func (w *World) produceBatch(a *Actor, p, n, padTo int, mode batchMode, routed bool, do doFunc) {
 	if mode == modePlain {
 		w.producePlain(a, p, n, padTo, do)
 		return
 	}
 	w.batchNo++
 	bn := w.batchNo
-	b := &batch{key: fmt.Sprintf("%s/b%d", a.Name, bn), mode: mode, actor: a.Name, p: p, expected: -1, first: w.s.now}
+	b := &batch{key: fmt.Sprintf("%s/b%d", a.Name, bn), mode: mode, actor: a.Name, p: p, expected: -1, first: w.s.now, routed: routed}
 	if len(w.parts) > 0 {
 		b.id = w.topic.ID
 	}
@@ -289,8 +304,15 @@ func (w *World) sendBatch(a *Actor, b *batch, do doFunc) {
 		a.note("APPEND %s %s try %d to %d: %d records, expected %d", b.mode, b.key, try, b.p, len(b.recs), b.expected)
 		w.res.Appends++
 		start := w.s.now
-		app, id, err := do(attempt{p: b.p, recs: b.recs, key: b.key, hash: b.hash, expected: b.expected})
+		at := attempt{p: b.p, recs: b.recs, key: b.key, hash: b.hash, expected: b.expected}
+		if b.routed {
+			at.p, at.to = -1, new(int)
+		}
+		app, id, err := do(at)
 		if err == nil {
+			if b.routed {
+				b.p = *at.to
+			}
 			w.res.AppendOK++
 			b.done = true
 			a.note("APPEND %s try %d acked: %d offsets %d..%d ts %d replayed %v (%s)", b.key, try, b.p, app.BaseOffset, app.BaseOffset+int64(len(b.recs))-1, app.Timestamp, app.Replayed, id)
@@ -497,6 +519,12 @@ func (w *World) scanCommitted(pm *part, start, hw int64, open func() (*partition
 }
 
 func (w *World) placeValue(pm *part, off int64, v string) error {
+	if ref, ok := w.valBatch[v]; ok {
+		if other := w.placed[v]; other != nil && other != pm && other.key.TopicID == pm.key.TopicID {
+			return fmt.Errorf("I7: batch %s (%s, %d tries) is committed twice: record %d (%q) in partitions %d and %d", ref.b.key, ref.b.mode, ref.b.tries, ref.i, v, other.p, pm.p)
+		}
+		w.placed[v] = pm
+	}
 	if prev, ok := pm.at[v]; ok && prev != off {
 		if ref, ok := w.valBatch[v]; ok {
 			return fmt.Errorf("I7: %d: batch %s (%s, %d tries) is committed twice: record %d (%q) at offsets %d and %d", pm.p, ref.b.key, ref.b.mode, ref.b.tries, ref.i, v, prev, off)

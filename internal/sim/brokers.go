@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tierlog/tierlog/pkg/broker"
+	"github.com/tierlog/tierlog/pkg/meta"
 	"github.com/tierlog/tierlog/pkg/partition"
 	"github.com/tierlog/tierlog/pkg/tier"
 )
@@ -55,7 +56,20 @@ func (w *World) brokerBody(a *Actor, release bool) {
 		}
 		delete(w.net.lastCommit, a)
 		delete(w.net.lastRead, a)
-		out, err := b.ProducePartitionWith(bg, w.topic.Name, at.p, in, o)
+		var out broker.ProduceReply
+		var err error
+		if at.to != nil {
+			out, err = b.ProduceWith(bg, w.topic.Name, in, o)
+			if err == nil && len(out.Results) > 0 && out.Results[0].Err != nil {
+				err = out.Results[0].Err // the partition's failure
+			}
+			if err == nil && len(out.Results) > 0 {
+				*at.to = out.Results[0].Partition
+				at.p = *at.to
+			}
+		} else {
+			out, err = b.ProducePartitionWith(bg, w.topic.Name, at.p, in, o)
+		}
 		var me *broker.OffsetMismatchError
 		switch {
 		case errors.As(err, &me):
@@ -101,6 +115,10 @@ func (w *World) brokerBody(a *Actor, release bool) {
 		c := w.idle(a)
 		switch c.kind {
 		case cmdAppend:
+			if c.routed {
+				w.produceRouted(a, c.pad, do)
+				continue
+			}
 			w.produce(a, c.p, c.n, c.pad, c.mode, do)
 		case cmdRead:
 			if last, ok := w.lastAsk[a]; ok && c.reask && last.p == c.p {
@@ -275,10 +293,14 @@ func (w *World) AddAdmin(name string) *Actor {
 func (w *World) adminBody(a *Actor) {
 	b := w.newBroker(a, true)
 	for {
-		w.idle(a)
+		c := w.idle(a)
 		_, err := w.net.inner.Topic(bg, w.topic.Name)
 		exists := err == nil
 		switch {
+		case c.kind == cmdUpdate:
+			w.updateTopic(a, b, c.n)
+		case !exists && !w.churn:
+			a.pausedUntil = w.s.now + w.s.between(100*time.Millisecond, 500*time.Millisecond)
 		case !exists:
 			a.note("CREATE TOPIC %s", w.topic.Name)
 			err := w.createTopic(a)
@@ -286,7 +308,9 @@ func (w *World) adminBody(a *Actor) {
 			if err == nil {
 				w.deleting = false
 			}
-		case w.deleting || (!w.quiet && (w.script || w.s.rng.IntN(40) == 0)):
+		case w.updates && !w.quiet && w.s.rng.IntN(30) == 0:
+			w.updateTopic(a, b, w.s.rng.IntN(3))
+		case w.churn && (w.deleting || (!w.quiet && (w.script || w.s.rng.IntN(40) == 0))):
 			// An operator retries a delete that did not finish (a crash).
 			w.deleting = true
 			a.note("DELETE TOPIC %s", w.topic.Name)
@@ -296,4 +320,34 @@ func (w *World) adminBody(a *Actor) {
 			a.pausedUntil = w.s.now + w.s.between(100*time.Millisecond, 500*time.Millisecond)
 		}
 	}
+}
+
+// maxParts bounds the partitions a topic update grows a topic to.
+const maxParts = 4
+
+// updateTopic has the admin update the topic through Broker.UpdateTopic:
+// k 0, one more partition (its directory made first, as createTopic does);
+// 1, another segment size; 2, another segment age.
+func (w *World) updateTopic(a *Actor, b *broker.Broker, k int) {
+	var patch broker.TopicPatch
+	what := ""
+	switch {
+	case k == 0 && w.nparts < maxParts:
+		n := w.nparts + 1
+		dir := partition.Dir(w.root, meta.PartitionKey{Topic: w.topic.Name, TopicID: w.topic.ID, Partition: n - 1})
+		if err := w.srv.NewClient(a).MkdirAll(dir, 0o755); err != nil {
+			a.note("UPDATE TOPIC: mkdir: %v", err)
+			return
+		}
+		patch.Partitions, what = &n, fmt.Sprintf("partitions %d", n)
+	case k == 1:
+		v := 256 + w.s.rng.Int64N(1200)
+		patch.SegmentBytes, what = &v, fmt.Sprintf("segment_bytes %d", v)
+	default:
+		v := [...]int64{500, 1500, broker.DefaultSegmentMs}[w.s.rng.IntN(3)]
+		patch.SegmentMs, what = &v, fmt.Sprintf("segment_ms %d", v)
+	}
+	a.note("UPDATE TOPIC %s: %s", w.topic.Name, what)
+	_, err := b.UpdateTopic(bg, w.topic.Name, patch)
+	a.note("UPDATE TOPIC %s: %s: %v", w.topic.Name, what, err)
 }

@@ -66,6 +66,12 @@
 //     the old incarnation cached; a crash mid-delete leaves it to the
 //     restarted admin, which deletes again. Churn is off in TestSimulate
 //     while the bug it finds is open (open_test.go).
+//   - topic updates (a third of the seeds, by the same admin): now and
+//     then one more partition (up to four), another segment size or
+//     segment age, through Broker.UpdateTopic, while brokers send some
+//     keyed records on the topic route (Broker.ProduceWith: the broker
+//     picks the partition by the key); a record of a keyed batch found in
+//     two partitions is I7 broken.
 //
 // Both kinds of writers append batches of 1-4 records with unique values
 // ("<actor>/b<batch>/r<i>/xxx"), so every byte a reader gets can be traced

@@ -42,5 +42,11 @@ func (c *MetaClient) DeleteGroupOffsets(ctx context.Context, group, topic string
 
 // UpdateTopic implements meta.Store.
 func (c *MetaClient) UpdateTopic(ctx context.Context, old, t meta.TopicConfig) error {
-	return c.write(opMetaW, "update topic "+t.Name+" "+t.ID, func() error { return c.n.inner.UpdateTopic(bg, old, t) })
+	return c.write(opMetaW, "update topic "+t.Name+" "+t.ID, func() error {
+		err := c.n.inner.UpdateTopic(bg, old, t)
+		if err == nil {
+			c.n.w.onTopicUpdated(t)
+		}
+		return err
+	})
 }

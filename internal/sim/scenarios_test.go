@@ -35,6 +35,7 @@ var scenarios = []scenario{
 	{name: "zombie-leader-staged-batches", run: zombieLeaderStaged},
 	{name: "checkpoint-lags-after-crash", run: checkpointLags},
 	{name: "checkpoint-moved-back-by-late-writer", run: checkpointMovedBack},
+	{name: "keyed-retry-after-partition-growth", run: keyedRetryAfterGrowth, open: "a retry is routed by the grown partition count"},
 }
 
 func TestScenarios(t *testing.T) {
@@ -398,4 +399,25 @@ func checkpointMovedBack(sc *Script) {
 	sc.ReadFor(r, hw, 1)
 	sc.Advance(3 * time.Second / 2)
 	sc.ReadFor(r, hw-1, 1)
+}
+
+// keyedRetryAfterGrowth (I7): a keyed record sent on the topic route (the
+// broker picks its partition by the key) is committed, its answer times
+// out, the topic gains partitions, and the client retries once the
+// broker's topic cache took the new count: the retry must be answered from
+// the first commit, not appended to the partition the new count routes to.
+func keyedRetryAfterGrowth(sc *Script) {
+	sc.Retries(20*time.Second, 0)
+	sc.Updates()
+	adm := sc.Admin("admin")
+	b := sc.Broker("b", true)
+	r := sc.Reader("r")
+	sc.DelayNext(b, "commit")
+	sc.ProduceRoutedUntil(b, opBackoff, "")
+	sc.Deliver()
+	sc.Grow(adm)                 // 2 -> 3: key b/b1 routes to 1, then to 2
+	sc.Advance(10 * time.Second) // past the broker's topic cache
+	sc.Continue(b)
+	sc.Read(r, 0)
+	sc.Check()
 }

@@ -206,6 +206,7 @@ func (sc *Script) Broker(name string, release bool) *Actor {
 
 // Admin adds the admin process (topic delete and create) and starts it.
 func (sc *Script) Admin(name string) *Actor {
+	sc.W.churn = true
 	a := sc.W.AddAdmin(name)
 	sc.start(a)
 	return a
@@ -279,3 +280,17 @@ func (sc *Script) Told(p, client int, hw int64) {
 
 // HW is the committed high watermark of partition p.
 func (sc *Script) HW(p int) int64 { return sc.W.hw(p) }
+
+// Grow has the admin give the topic one more partition.
+func (sc *Script) Grow(adm *Actor) { sc.Until(adm, cmd{kind: cmdUpdate, n: 0}, opIdle, "") }
+
+// Updates lets the admin update the topic (and not delete it unless told
+// to churn); call it before adding the admin.
+func (sc *Script) Updates() { sc.W.updates = true }
+
+// ProduceRoutedUntil has broker b send a keyed record on the topic route
+// (the broker picks the partition) and runs it until b is about to do op
+// on a name ending with suffix (opBackoff: until it backs off to retry).
+func (sc *Script) ProduceRoutedUntil(b *Actor, op, suffix string) {
+	sc.Until(b, cmd{kind: cmdAppend, n: 1, pad: 8, mode: modeKeyed, routed: true}, op, suffix)
+}

@@ -195,7 +195,7 @@ func (w *World) readAt(pm *part, l *partition.Log, m meta.Store, objs objstore.S
 func (w *World) createTopic(a *Actor) error {
 	t := meta.TopicConfig{
 		Name: "t", ID: fmt.Sprintf("id%d", w.inc+1), Partitions: w.nparts,
-		SegmentBytes: w.segB, CleanupPolicy: "delete", RetentionBytes: w.retention, RetentionMs: -1,
+		SegmentBytes: w.segB, SegmentMs: broker.DefaultSegmentMs, CleanupPolicy: "delete", RetentionBytes: w.retention, RetentionMs: -1,
 		CreatedMs: w.s.Time().Add(-time.Hour).UnixMilli(), CacheEnabled: w.cacheOn,
 	}
 	if w.retention == 0 {
@@ -230,6 +230,20 @@ func (w *World) onTopicCreated(t meta.TopicConfig) {
 		w.parts = append(w.parts, newPart(meta.PartitionKey{Topic: t.Name, TopicID: t.ID, Partition: p}, w.root))
 	}
 	w.s.eventf("TOPIC %s created as %s", t.Name, t.ID)
+}
+
+// onTopicUpdated is called when a topic update lands in the store: the
+// model takes the new partitions of the current incarnation.
+func (w *World) onTopicUpdated(t meta.TopicConfig) {
+	if t.ID != w.topic.ID {
+		return
+	}
+	for p := len(w.parts); p < t.Partitions; p++ {
+		w.parts = append(w.parts, newPart(meta.PartitionKey{Topic: t.Name, TopicID: t.ID, Partition: p}, w.root))
+	}
+	w.topic = t
+	w.nparts = max(w.nparts, t.Partitions)
+	w.s.eventf("TOPIC %s updated: %d partitions, segment %d B, %d ms", t.Name, t.Partitions, t.SegmentBytes, t.SegmentMs)
 }
 
 // onTopicDeleted is called when a topic item is deleted in the store: its

@@ -48,6 +48,11 @@ type Config struct {
 	// plain, keyed, conditional, reusing a key (batches.go; zero: 4, 12,
 	// 3, 1).
 	Modes [4]int
+	// Updates: the admin updates the topic now and then (UpdateTopic):
+	// one more partition (up to maxParts), another segment size or segment
+	// age, while brokers route keyed requests by the topic's partition
+	// count (0: chosen by the seed, in a third of them; -1: never).
+	Updates int
 	// OneChurnBroker: churn seeds run one broker besides the admin (while
 	// the bug two stale brokers trigger is open: open_test.go).
 	OneChurnBroker bool
@@ -266,6 +271,11 @@ type World struct {
 	lastAsk  map[*Actor]cmd          // a broker's last read, which it may ask again later
 	clients  map[string]*clientState // consumers (checkClient), by incarnation, partition and number
 	maxSkew  time.Duration           // Config.MaxSkew, or 3 s in a quarter of the seeds (WideSkew)
+	// churn, updates: what the admin does (Config.Churn, Config.Updates).
+	churn, updates bool
+	// placed: where the scan found each value of a keyed batch (I7
+	// across partitions: a request routed by the topic lands on one).
+	placed map[string]*part
 
 	// createTime: the topic takes producer timestamps (I6 does not hold);
 	// headers: records carry headers, derived from their values
@@ -346,6 +356,7 @@ func NewWorld(cfg Config) *World {
 	w.lastAsk = map[*Actor]cmd{}
 	w.readerHW = map[string]int64{}
 	w.clients = map[string]*clientState{}
+	w.placed = map[string]*part{}
 	// The record kinds come from a generator of their own, so the main
 	// one (and what every seed did before) is unchanged.
 	kinds := rand.New(rand.NewPCG(cfg.Seed, 0x5eed4ead))
@@ -707,7 +718,15 @@ func Run(cfg Config) (res Result) {
 		// must not do I/O outside the scheduler.
 		w.AddBroker(fmt.Sprintf("b%d", i), churn > 0 || r.IntN(2) == 0)
 	}
-	if churn > 0 {
+	updates := cfg.Updates
+	if updates == 0 {
+		updates = -1
+		if r.IntN(3) == 0 {
+			updates = 1
+		}
+	}
+	w.churn, w.updates = churn > 0, updates > 0
+	if w.churn || w.updates {
 		w.AddAdmin("admin")
 	}
 	compactors := cfg.Compactors
@@ -717,8 +736,8 @@ func Run(cfg Config) (res Result) {
 	for i := range max(compactors, 0) {
 		w.AddCompactor(fmt.Sprintf("c%d", i))
 	}
-	w.logf("seed %d: %d servers, %d lambdas, %d readers, %d brokers, churn %v, %d compactors, %d partitions, segment %d B, index every %d B, retention %d B",
-		cfg.Seed, servers, lambdas, readers, max(brokers, 0), churn > 0, max(compactors, 0), w.nparts, w.segB, w.idxB, w.retention)
+	w.logf("seed %d: %d servers, %d lambdas, %d readers, %d brokers, churn %v, updates %v, %d compactors, %d partitions, segment %d B, index every %d B, retention %d B",
+		cfg.Seed, servers, lambdas, readers, max(brokers, 0), w.churn, w.updates, max(compactors, 0), w.nparts, w.segB, w.idxB, w.retention)
 	defer w.s.shutdown()
 	err := w.runSteps()
 	return w.finish(err)

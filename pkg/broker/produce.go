@@ -179,23 +179,28 @@ func (b *Broker) ProduceWith(ctx context.Context, topicName string, recs []Produ
 	}
 	out := make([]ProduceResult, len(recs))
 	replayed := make([]bool, len(order))
+	appendPart := func(k, p int) {
+		app, err := b.appendTo(ctx, t, p, batches[p])
+		replayed[k] = err == nil && app.Replayed
+		for j, i := range groups[p] {
+			if err != nil {
+				out[i] = ProduceResult{Partition: p, Offset: -1, Err: err}
+			} else {
+				out[i] = ProduceResult{Partition: p, Offset: app.BaseOffset + int64(j), Timestamp: recordTS(&recs[i], app)}
+			}
+		}
+	}
+	// The partitions are appended in parallel, the last in this goroutine
+	// (a request for one partition starts none).
 	var wg sync.WaitGroup
-	for k, p := range order {
-		idx := groups[p]
+	for k, p := range order[:len(order)-1] {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			app, err := b.appendTo(ctx, t, p, batches[p])
-			replayed[k] = err == nil && app.Replayed
-			for j, i := range idx {
-				if err != nil {
-					out[i] = ProduceResult{Partition: p, Offset: -1, Err: err}
-				} else {
-					out[i] = ProduceResult{Partition: p, Offset: app.BaseOffset + int64(j), Timestamp: recordTS(&recs[i], app)}
-				}
-			}
+			appendPart(k, p)
 		}()
 	}
+	appendPart(len(order)-1, order[len(order)-1])
 	wg.Wait()
 	if err := out[0].Err; len(order) == 1 && errors.Is(err, ErrIdempotencyKeyReused) {
 		return ProduceReply{}, err // nothing was appended
