@@ -123,6 +123,9 @@ func (c *Config) applyDefaults() error {
 	if c.LeaseTTL <= 0 {
 		c.LeaseTTL = 10 * time.Second
 	}
+	if c.IdempotencyWindow <= 0 {
+		c.IdempotencyWindow = partition.DefaultIdempotencyWindow
+	}
 	if c.TopicRefresh <= 0 {
 		c.TopicRefresh = DefaultTopicRefresh
 	}
@@ -575,6 +578,10 @@ func (b *Broker) UpdateTopic(ctx context.Context, name string, patch TopicPatch)
 				return Topic{}, fmt.Errorf("%w: partitions %d: topic %q has %d, and partitions may only grow", ErrInvalid, *patch.Partitions, name, cur.Partitions)
 			}
 			next.Partitions = *patch.Partitions
+			if next.Partitions > cur.Partitions {
+				// Routing takes the new count a while from now (produce.go).
+				next.Growth = [2]meta.Growth{{From: cur.Partitions, AtMs: b.cfg.Now().UnixMilli()}, cur.Growth[0]}
+			}
 		}
 		if err := validTopic(next); err != nil {
 			return Topic{}, err

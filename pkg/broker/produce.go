@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/cespare/xxhash/v2"
@@ -129,44 +131,34 @@ func (b *Broker) ProduceWith(ctx context.Context, topicName string, recs []Produ
 		return ProduceReply{}, err
 	}
 
-	n := t.cfg.Partitions
-	groups := map[int][]int{} // partition -> record indexes, in order
-	var order []int
-	var rr uint64
-	if o.IdempotencyKey != "" {
-		rr = xxhash.Sum64String(o.IdempotencyKey)
-	}
-	for i, r := range recs {
-		p := r.Partition
-		switch {
-		case p >= n:
-			return ProduceReply{}, fmt.Errorf("%w: record %d: partition %d of topic %q (partitions: %d)", ErrPartitionNotFound, i, p, topicName, n)
-		case p >= 0:
-		case r.Key != nil:
-			p = KeyPartition(r.Key, n)
-		case o.IdempotencyKey != "":
-			p = int(rr % uint64(n))
-			rr++
-		default:
-			p = int((t.rr.Add(1) - 1) % uint64(n))
-		}
-		if _, ok := groups[p]; !ok {
-			order = append(order, p)
-		}
-		groups[p] = append(groups[p], i)
+	now := b.cfg.Now()
+	groups, order, err := b.route(t, recs, routeCount(t.cfg, now, b.routeDelay()), o.IdempotencyKey)
+	if err != nil {
+		return ProduceReply{}, err
 	}
 	var hash [16]byte
 	if o.IdempotencyKey != "" {
 		hash = requestHash(routeTopic, -1, recs)
 	}
-	batches := make(map[int]partition.Batch, len(order))
-	for _, p := range order {
-		idx := groups[p]
-		bt := partition.Batch{Records: make([]partition.Record, len(idx)), Key: o.IdempotencyKey, Hash: hash, Expected: -1}
-		for j, i := range idx {
-			bt.Records[j] = partitionRecord(&recs[i])
+	batches := makeBatches(recs, groups, order, o.IdempotencyKey, hash)
+	if o.IdempotencyKey != "" {
+		// A retry of a request whose first attempt a topic's growth
+		// routed otherwise is answered where that attempt went.
+		for _, c := range earlierCounts(t.cfg, now, 2*b.cfg.IdempotencyWindow+b.routeDelay()) {
+			g, ord, err := b.route(t, recs, c, o.IdempotencyKey)
+			if err != nil || sameRoute(g, groups) {
+				continue
+			}
+			bs := makeBatches(recs, g, ord, o.IdempotencyKey, hash)
+			found, err := b.anyCommitted(ctx, t, ord, bs)
+			if err != nil {
+				return ProduceReply{}, err
+			}
+			if found {
+				groups, order, batches = g, ord, bs
+				break
+			}
 		}
-		batches[p] = bt
 	}
 	if o.IdempotencyKey != "" && len(order) > 1 {
 		// A key reused with other contents is refused before any part is
@@ -210,6 +202,139 @@ func (b *Broker) ProduceWith(ctx context.Context, topicName string, recs []Produ
 		reply.Replayed = reply.Replayed && r
 	}
 	return reply, nil
+}
+
+// Routing after a growth. A topic's partition count grows by UpdateTopic;
+// each process learns of it within TopicRefresh. Routing by the count a
+// process has cached would send one key to different partitions in
+// different processes for that long, and a retry of an idempotent request
+// elsewhere than its first attempt (appended twice). So a growth takes
+// effect for routing routeDelay after it was stored (TopicRefresh, and
+// the clocks' skew), when every process has it: until then every process
+// routes by the count before it. New partitions take records addressed to
+// them at once. A request with an Idempotency-Key is also looked up under
+// the counts the topic had in the last two idempotency windows: if any
+// partition that routing names committed the key, the request is routed
+// as then, so a retry is answered from its first attempt (or completes
+// it) wherever the new count routes it. A retry sent while its first
+// attempt is still in flight, across the moment a growth takes effect,
+// can still be appended twice: the two attempts meet no common lease.
+
+// maxRouteSkew bounds the clock skew between processes that routing after
+// a growth allows for.
+const maxRouteSkew = 2 * time.Second
+
+// routeDelay is how long after it was stored a growth takes effect.
+func (b *Broker) routeDelay() time.Duration { return b.cfg.TopicRefresh + maxRouteSkew }
+
+// routeCount is the partition count records of topic t are routed by at
+// now: the count before every growth stored less than delay ago.
+func routeCount(t Topic, now time.Time, delay time.Duration) int {
+	n := t.Partitions
+	for _, g := range t.Growth { // newest first
+		if g.AtMs == 0 || now.UnixMilli() >= g.AtMs+delay.Milliseconds() {
+			break
+		}
+		n = g.From
+	}
+	return n
+}
+
+// earlierCounts are the counts other than routeCount's that topic t
+// routed requests by within span before now (or will, once a growth
+// takes effect: clocks differ), newest first.
+func earlierCounts(t Topic, now time.Time, span time.Duration) []int {
+	var out []int
+	for _, g := range t.Growth {
+		if g.AtMs == 0 || now.UnixMilli()-g.AtMs > span.Milliseconds() {
+			break
+		}
+		out = append(out, g.From)
+	}
+	if len(out) > 0 {
+		out = append(out, t.Partitions)
+	}
+	return out
+}
+
+// route assigns each record a partition of n: its own, else its key's
+// (Kafka's murmur2), else round-robin, from the Idempotency-Key's hash if
+// there is one (a retry routes as its first attempt did) or the topic's
+// counter. It returns the record indexes of each partition, in order.
+func (b *Broker) route(t *topic, recs []ProduceRecord, n int, idemKey string) (map[int][]int, []int, error) {
+	groups := map[int][]int{}
+	var order []int
+	var rr uint64
+	if idemKey != "" {
+		rr = xxhash.Sum64String(idemKey)
+	}
+	for i, r := range recs {
+		p := r.Partition
+		switch {
+		case p >= t.cfg.Partitions:
+			return nil, nil, fmt.Errorf("%w: record %d: partition %d of topic %q (partitions: %d)", ErrPartitionNotFound, i, p, t.cfg.Name, t.cfg.Partitions)
+		case p >= 0:
+		case r.Key != nil:
+			p = KeyPartition(r.Key, n)
+		case idemKey != "":
+			p = int(rr % uint64(n))
+			rr++
+		default:
+			p = int((t.rr.Add(1) - 1) % uint64(n))
+		}
+		if _, ok := groups[p]; !ok {
+			order = append(order, p)
+		}
+		groups[p] = append(groups[p], i)
+	}
+	return groups, order, nil
+}
+
+// sameRoute reports whether two routings put every record where the other
+// does.
+func sameRoute(a, b map[int][]int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for p, idx := range a {
+		if !slices.Equal(idx, b[p]) {
+			return false
+		}
+	}
+	return true
+}
+
+// makeBatches builds each partition's batch of a routed request.
+func makeBatches(recs []ProduceRecord, groups map[int][]int, order []int, key string, hash [16]byte) map[int]partition.Batch {
+	batches := make(map[int]partition.Batch, len(order))
+	for _, p := range order {
+		idx := groups[p]
+		bt := partition.Batch{Records: make([]partition.Record, len(idx)), Key: key, Hash: hash, Expected: -1}
+		for j, i := range idx {
+			bt.Records[j] = partitionRecord(&recs[i])
+		}
+		batches[p] = bt
+	}
+	return batches
+}
+
+// anyCommitted reports whether any partition of order committed its batch's
+// key (ErrIdempotencyKeyReused if with other contents).
+func (b *Broker) anyCommitted(ctx context.Context, t *topic, order []int, batches map[int]partition.Batch) (bool, error) {
+	for _, p := range order {
+		l, err := t.part(ctx, p)
+		if err != nil {
+			return false, err
+		}
+		_, found, err := l.Committed(ctx, batches[p])
+		if err != nil {
+			return false, t.mapErr(ctx, err)
+		}
+		if found {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // checkKey answers ErrIdempotencyKeyReused if partition p committed bt's key

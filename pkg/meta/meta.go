@@ -87,6 +87,18 @@ type TopicConfig struct {
 	// TimestampType is "append" or "create" (broker.TimestampAppend,
 	// TimestampCreate); "" in items written before it existed means append.
 	TimestampType string `json:"timestamp_type,omitempty"`
+	// Growth holds the topic's last partition growths, newest first: the
+	// count before each and when it was stored. A zero entry is none (and
+	// items written before it existed have none). The broker routes by
+	// it (broker: routing after a growth).
+	Growth [2]Growth `json:"growth,omitzero"`
+}
+
+// Growth is one partition growth of a topic: the count before it, and when
+// it was stored (unix ms).
+type Growth struct {
+	From int   `json:"from"`
+	AtMs int64 `json:"at_ms"`
 }
 
 // SegmentInfo describes one hot segment as committed. Size is the committed

@@ -218,10 +218,14 @@ func testTopicUpdate(t *testing.T, s meta.Store) {
 	must(t, "CreateTopic", s.CreateTopic(ctx, orig))
 	next := orig
 	next.Partitions, next.RetentionMs, next.CacheEnabled = 5, 1000, false
+	next.Growth = [2]meta.Growth{{From: 2, AtMs: 1_700_000_000_123}}
 	must(t, "UpdateTopic", s.UpdateTopic(ctx, orig, next))
 	got, err := s.Topic(ctx, "orders")
 	must(t, "Topic", err)
 	mustEqual(t, "Topic after update", got, next)
+	if all, err := s.Topics(ctx); err != nil || len(all) != 1 || all[0] != next {
+		t.Fatalf("Topics after update: %+v %v, want [%+v]", all, err, next)
+	}
 	// A writer that read 2 partitions loses: the count never goes back.
 	back := orig
 	back.Partitions = 3
