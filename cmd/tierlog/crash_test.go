@@ -69,6 +69,14 @@ func startServerWith(t *testing.T, env []string, args ...string) *server {
 	t.Helper()
 	cmd := exec.Command(tierlogBinary(t), append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
+	return startServerCmd(t, cmd)
+}
+
+// startServerCmd starts cmd, which runs `tierlog serve --listen
+// 127.0.0.1:0 ...` (itself or through a wrapper that execs it), and waits
+// for its address.
+func startServerCmd(t *testing.T, cmd *exec.Cmd) *server {
+	t.Helper()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

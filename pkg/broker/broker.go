@@ -94,6 +94,13 @@ type Config struct {
 	// simulation's virtual ones). Default real ones.
 	Sleep func(ctx context.Context, d time.Duration) error
 	Rand  func() uint64
+	// MaxOpenWriters bounds the partitions this process keeps writing
+	// with their files open (writers.go). Default: half the descriptor
+	// limit (RLIMIT_NOFILE), four descriptors each.
+	MaxOpenWriters int
+	// WriterIdle is how long a partition's writer stays open unused.
+	// Default DefaultWriterIdle.
+	WriterIdle time.Duration
 	// TopicRefresh is how long a topic's cached configuration is used
 	// before the next operation on it reads the item again (one read per
 	// topic and interval while it is used): the bound on how stale another
@@ -122,6 +129,12 @@ func (c *Config) applyDefaults() error {
 	}
 	if c.LeaseTTL <= 0 {
 		c.LeaseTTL = 10 * time.Second
+	}
+	if c.MaxOpenWriters <= 0 {
+		c.MaxOpenWriters = defaultMaxOpenWriters()
+	}
+	if c.WriterIdle <= 0 {
+		c.WriterIdle = DefaultWriterIdle
 	}
 	if c.IdempotencyWindow <= 0 {
 		c.IdempotencyWindow = partition.DefaultIdempotencyWindow
@@ -163,6 +176,8 @@ type Broker struct {
 	lags lags // for metrics: group lags last computed here
 
 	answers *answers // encoded fetch answers kept (answers.go); nil: none
+
+	writers *writers // partitions that may hold files open (writers.go)
 
 	// crashAfter, in tests, stops DeleteTopic after the named step
 	// ("fence", "topic", "files"), as a crash there would.
@@ -211,7 +226,7 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 			return nil, fmt.Errorf("broker: data dir: %w", err)
 		}
 	}
-	b := &Broker{cfg: cfg, topics: map[string]*topic{}, answers: newAnswers(cfg.AnswerCacheBytes)}
+	b := &Broker{cfg: cfg, topics: map[string]*topic{}, answers: newAnswers(cfg.AnswerCacheBytes), writers: newWriters(cfg.MaxOpenWriters, cfg.WriterIdle)}
 	if cfg.Objects != nil {
 		b.cold = tier.NewReader(cfg.Objects, cfg.Cache)
 	}
@@ -732,6 +747,7 @@ func (t *topic) close(ctx context.Context) error {
 	var errs []error
 	for _, l := range t.parts {
 		if l != nil {
+			t.broker.writers.forget(l)
 			errs = append(errs, l.Close(ctx))
 		}
 	}
@@ -750,6 +766,7 @@ func (b *Broker) appendTo(ctx context.Context, t *topic, p int, batch partition.
 		return partition.Appended{}, fmt.Errorf("%w: %s/%d", ErrMetadataBehind, t.cfg.Name, p)
 	}
 	app, err := l.AppendBatch(ctx, batch)
+	b.keepWriter(ctx, l)
 	return app, t.mapErr(ctx, err)
 }
 

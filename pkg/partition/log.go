@@ -975,21 +975,32 @@ func (l *Log) Close(ctx context.Context) error {
 	l.qmu.Lock()
 	l.closed = true
 	l.qmu.Unlock()
+	_, err := l.Release(ctx)
+	return err
+}
+
+// Release closes the files of the Log's writer and releases its lease
+// cleanly, as Close does, when it holds one; the Log stays open, and its
+// next append acquires the lease again and continues the active segment.
+// A flush in progress finishes first. It reports whether it released.
+func (l *Log) Release(ctx context.Context) (bool, error) {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	if !l.holding {
-		return nil
+		return false, nil
 	}
 	var err error
 	if l.w != nil {
 		err = l.w.Close()
 		l.w = nil
 	}
+	l.bw.close()
+	l.bw = nil
 	l.holding = false
 	if cerr := l.cfg.Meta.Commit(ctx, l.lease, true, l.cfg.Now(), l.cfg.LeaseTTL); cerr != nil && err == nil {
 		err = fmt.Errorf("partition %v: release: %w", l.cfg.Key, cerr)
 	}
-	return err
+	return true, err
 }
 
 // view returns the committed state. The metadata store has it all: the
