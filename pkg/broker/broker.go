@@ -229,6 +229,10 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 	b := &Broker{cfg: cfg, topics: map[string]*topic{}, answers: newAnswers(cfg.AnswerCacheBytes), writers: newWriters(cfg.MaxOpenWriters, cfg.WriterIdle)}
 	if cfg.Objects != nil {
 		b.cold = tier.NewReader(cfg.Objects, cfg.Cache)
+		b.cold.OnDamage = func(key string, err error) {
+			cfg.Logger.Error("damaged cold-tier artifact, read around", "key", key, "err", err)
+			cfg.Metrics.Damaged()
+		}
 	}
 	return b, nil
 }
@@ -915,10 +919,40 @@ func (b *Broker) fetchCold(ctx context.Context, t *topic, l *partition.Log, p in
 			if !errors.Is(err, partition.ErrNotHot) {
 				return recs, nb, err
 			}
-		case attempt >= raceRetries:
+		case errors.As(err, new(*tier.DamageError)) || attempt >= raceRetries:
+			var gone *missingArtifactError
+			if errors.As(err, &gone) {
+				// Still named by the catalog above the log start, yet not in
+				// the object store: lost, as damage is.
+				err = &tier.DamageError{Key: gone.key, First: offset, Next: gone.next, Err: err}
+			}
+			var de *tier.DamageError
+			if errors.As(err, &de) {
+				err = b.coldDamaged(t, p, de)
+			}
 			return nil, nb, err
 		}
 	}
+}
+
+// missingArtifactError is a catalog entry whose object is not in the store.
+type missingArtifactError struct {
+	key  string
+	next int64 // the entry's end
+	err  error
+}
+
+func (e *missingArtifactError) Error() string { return e.err.Error() }
+func (e *missingArtifactError) Unwrap() error { return e.err }
+
+// coldDamaged reports damaged cold-tier records as the hot tier does: a
+// *partition.DamagedError (corrupt_record with where reading resumes),
+// logged and counted.
+func (b *Broker) coldDamaged(t *topic, p int, de *tier.DamageError) error {
+	b.cfg.Logger.Error("damaged records", "topic", t.cfg.Name, "partition", p, "tier", "cold",
+		"first", de.First, "next", de.Next, "err", de)
+	b.cfg.Metrics.Damaged()
+	return &partition.DamagedError{Topic: t.cfg.Name, Partition: p, First: de.First, Next: de.Next, Err: de}
 }
 
 // readCold reads offset from the cold tier through the catalog.
@@ -940,6 +974,9 @@ func (b *Broker) readCold(ctx context.Context, t *topic, p int, offset int64, ma
 	}
 	recs, err := b.cold.Read(ctx, entries[0], offset, maxRecords, maxBytes,
 		tier.Options{CacheEnabled: t.cfg.CacheEnabled, ReadAhead: entries[1:]})
+	if errors.Is(err, objstore.ErrNotFound) {
+		err = &missingArtifactError{key: entries[0].Key, next: entries[0].NextOffset, err: err}
+	}
 	return recs, coldErr(err)
 }
 

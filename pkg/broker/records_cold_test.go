@@ -13,6 +13,7 @@ import (
 	"github.com/tierlog/tierlog/pkg/compactor"
 	"github.com/tierlog/tierlog/pkg/meta"
 	"github.com/tierlog/tierlog/pkg/meta/local"
+	"github.com/tierlog/tierlog/pkg/metrics"
 	"github.com/tierlog/tierlog/pkg/objstore/mem"
 	"github.com/tierlog/tierlog/pkg/tier"
 )
@@ -26,6 +27,9 @@ type coldEnv struct {
 	b     *broker.Broker
 	c     *compactor.Compactor
 	store *local.Store
+	objs  *mem.Store
+	m     *metrics.Set
+	cfg   broker.Config
 }
 
 func newColdEnv(t *testing.T, cache bool) *coldEnv {
@@ -39,11 +43,13 @@ func newColdEnv(t *testing.T, cache bool) *coldEnv {
 	t.Cleanup(func() { st.Close() })
 	e.store = st
 	objects := mem.New()
+	e.objs, e.m = objects, &metrics.Set{}
 	dir := t.TempDir()
-	cfg := broker.Config{DataDir: dir, Meta: st, Objects: objects, Now: e.clock.now, IndexIntervalBytes: 256}
+	cfg := broker.Config{DataDir: dir, Meta: st, Objects: objects, Now: e.clock.now, IndexIntervalBytes: 256, Metrics: e.m}
 	if cache {
 		cfg.Cache = tier.NewCache(64 << 20)
 	}
+	e.cfg = cfg
 	if e.b, err = broker.New(e.ctx, cfg); err != nil {
 		t.Fatal(err)
 	}

@@ -117,39 +117,64 @@ func TestFooterCorruption(t *testing.T) {
 	}
 }
 
-// A damaged artifact in the store gives ErrCorrupt, never a panic or a
-// wrong record.
+// A damaged artifact in the store never gives a panic or a wrong record:
+// damaged log bytes answer a *DamageError (wrapping ErrCorrupt) whose Next
+// is readable or the artifact's end, the records before them are served,
+// and a damaged index is reported and read around, every record served.
+// A truncated object is damage too.
 func TestCorruptArtifactRead(t *testing.T) {
 	id := segment.ID{Base: 0, Epoch: 1}
 	obj, f, err := Build(sealedLog(t, id, 60), id, 200)
 	if err != nil {
 		t.Fatal(err)
 	}
+	type damage struct {
+		name  string
+		bad   []byte
+		index bool // only an index is damaged: every record stays readable
+	}
+	var cases []damage
 	for _, pos := range []int64{40, f.Log.Len / 2, f.Index.Off + 3, f.Time.Off + 1} {
 		bad := bytes.Clone(obj)
 		bad[pos] ^= 0xff
+		cases = append(cases, damage{fmt.Sprintf("flip at %d", pos), bad, pos >= f.Index.Off})
+	}
+	cases = append(cases, damage{"truncated in the log", obj[:f.Log.Len/2], false})
+	for _, c := range cases {
 		store := mem.New()
-		store.Put(context.Background(), "o", bytes.NewReader(bad), int64(len(bad)))
-		e := f.Entry("o", int64(len(bad)), 1)
+		store.Put(context.Background(), "o", bytes.NewReader(c.bad), int64(len(c.bad)))
+		e := f.Entry("o", int64(len(obj)), 1)
 		for _, opts := range []Options{{}, {CacheEnabled: true, ReadAhead: []meta.CatalogEntry{e}}} {
-			corrupt := false
+			damaged, reported := 0, 0
+			r := NewReader(store, NewCache(1<<20))
+			r.OnDamage = func(string, error) { reported++ }
 			for from := int64(0); from < 60; from++ {
-				recs, err := NewReader(store, NewCache(1<<20)).Read(context.Background(), e, from, 100, 1<<20, opts)
-				if errors.Is(err, ErrCorrupt) {
-					corrupt = true
+				recs, err := r.Read(context.Background(), e, from, 100, 1<<20, opts)
+				var de *DamageError
+				if errors.As(err, &de) {
+					if !errors.Is(err, ErrCorrupt) || de.First != from || de.Next <= from || de.Next > 60 {
+						t.Fatalf("%s: from %d: %v (first %d, next %d)", c.name, from, err, de.First, de.Next)
+					}
+					damaged++
 					continue
 				}
 				if err != nil {
-					t.Fatalf("pos %d from %d: %v", pos, from, err)
+					t.Fatalf("%s from %d: %v", c.name, from, err)
+				}
+				if len(recs) == 0 {
+					t.Fatalf("%s from %d: no records", c.name, from)
 				}
 				for i, r := range recs {
 					if r.Offset != from+int64(i) {
-						t.Fatalf("pos %d: wrong offset %d", pos, r.Offset)
+						t.Fatalf("%s: wrong offset %d", c.name, r.Offset)
 					}
 				}
 			}
-			if !corrupt {
-				t.Errorf("flip at %d (%+v) never reported", pos, opts)
+			switch {
+			case c.index && (damaged > 0 || reported == 0):
+				t.Errorf("%s (%+v): %d reads refused, damage reported %d times; want every record served and the damage reported", c.name, opts.CacheEnabled, damaged, reported)
+			case !c.index && damaged == 0:
+				t.Errorf("%s (%+v) never reported", c.name, opts.CacheEnabled)
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package tier
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -23,6 +24,9 @@ import (
 type Reader struct {
 	objects objstore.Store
 	cache   *Cache
+	// OnDamage, if set, is told of damage a read went around (a damaged
+	// index: the log is scanned instead).
+	OnDamage func(key string, err error)
 }
 
 // NewReader reads artifacts from objects, caching in cache (nil: none).
@@ -51,9 +55,30 @@ func (ix *indexes) size() int64 {
 	return int64(len(ix.offs))*index.OffsetEntrySize + int64(len(ix.times))*index.TimeEntrySize
 }
 
+// DamageError reports records of an artifact that cannot be served: its
+// bytes fail their checks, or the object is shorter than its catalog
+// entry. Next is the first offset after them that can be read: past the
+// damage within the artifact when a later record passes every check, else
+// the artifact's end (the next segment's base). It wraps ErrCorrupt.
+type DamageError struct {
+	Key         string
+	First, Next int64
+	Err         error
+}
+
+func (e *DamageError) Error() string {
+	return fmt.Sprintf("tier: %s: offsets %d to %d damaged: %v", e.Key, e.First, e.Next-1, e.Err)
+}
+
+// Unwrap returns ErrCorrupt and the cause.
+func (e *DamageError) Unwrap() []error { return []error{ErrCorrupt, e.Err} }
+
 // Read returns records of artifact e from offset from on, at most
 // maxRecords and about maxBytes: at least one record if maxRecords > 0
-// (from is within e), never an empty answer.
+// (from is within e), never an empty answer. Records before damage are
+// returned; a read that starts at damaged records answers a *DamageError.
+// A damaged index is reported to OnDamage and read around (the log is
+// scanned), so the records stay readable.
 func (r *Reader) Read(ctx context.Context, e meta.CatalogEntry, from int64, maxRecords, maxBytes int, o Options) ([]segment.Record, error) {
 	if from < e.Base || from >= e.NextOffset {
 		return nil, fmt.Errorf("tier: offset %d outside segment [%d, %d)", from, e.Base, e.NextOffset)
@@ -61,6 +86,14 @@ func (r *Reader) Read(ctx context.Context, e meta.CatalogEntry, from int64, maxR
 	if maxRecords <= 0 {
 		return nil, nil // as segment.Reader.Read
 	}
+	recs, err := r.read(ctx, e, from, maxRecords, maxBytes, o)
+	if errors.Is(err, ErrCorrupt) || errors.Is(err, objstore.ErrRange) {
+		return r.readDamaged(ctx, e, from, maxRecords, maxBytes, err)
+	}
+	return recs, err
+}
+
+func (r *Reader) read(ctx context.Context, e meta.CatalogEntry, from int64, maxRecords, maxBytes int, o Options) ([]segment.Record, error) {
 	if o.CacheEnabled {
 		if len(o.ReadAhead) > 0 || r.cache.Contains(objKey(e)) {
 			obj, err := r.whole(ctx, e, o.ReadAhead)
@@ -71,6 +104,10 @@ func (r *Reader) Read(ctx context.Context, e meta.CatalogEntry, from int64, maxR
 		}
 	}
 	ix, err := r.indexes(ctx, e, o.CacheEnabled)
+	if errors.Is(err, ErrCorrupt) || errors.Is(err, objstore.ErrRange) {
+		r.damaged(e, err)
+		ix, err = &indexes{}, nil // scan the log from its start
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -114,6 +151,41 @@ func (r *Reader) Read(ctx context.Context, e meta.CatalogEntry, from int64, maxR
 		// index CRC passed, so a bug, not damage); never answer empty
 		// below the segment's end.
 		end = e.LogLen
+	}
+}
+
+// readDamaged reads from offset from of e after a read failed its checks
+// (cause): the whole log section, through a segment reader, which returns
+// the records before damage and finds where good records resume.
+func (r *Reader) readDamaged(ctx context.Context, e meta.CatalogEntry, from int64, maxRecords, maxBytes int, cause error) ([]segment.Record, error) {
+	log, err := r.objects.Get(ctx, e.Key, e.LogOff, -1)
+	if errors.Is(err, objstore.ErrRange) {
+		log, err = nil, nil // shorter than its log section's start: nothing to read
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tier: read %s: %w", e.Key, err)
+	}
+	log = log[:min(int64(len(log)), e.LogLen)]
+	recs, rerr := segment.NewReader(bytesReaderAt(log), segment.ID{Base: e.Base, Epoch: e.Epoch}, int64(len(log)), nil, nil).Read(from, maxRecords, maxBytes)
+	if rerr == nil && len(recs) > 0 && checkDense(recs, from) == nil {
+		r.damaged(e, cause) // past what this read needs, or in an index
+		return recs, nil
+	}
+	next := e.NextOffset
+	var de *segment.DamageError
+	if errors.As(rerr, &de) && de.Next > from && de.Next < next {
+		next = de.Next
+	}
+	if rerr == nil {
+		rerr = cause
+	}
+	return nil, &DamageError{Key: e.Key, First: from, Next: next, Err: rerr}
+}
+
+// damaged reports damage that a read went around.
+func (r *Reader) damaged(e meta.CatalogEntry, err error) {
+	if r.OnDamage != nil {
+		r.OnDamage(e.Key, err)
 	}
 }
 
