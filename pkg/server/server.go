@@ -155,12 +155,18 @@ type Server struct {
 	wg      sync.WaitGroup
 }
 
+// DefaultDataDir is where the local backend keeps everything by default.
+const DefaultDataDir = "./.tierlog"
+
+// MetaDir is the local backend's metadata store, in data dir dataDir.
+func MetaDir(dataDir string) string { return filepath.Join(dataDir, "meta") }
+
 func (c *Config) applyDefaults() error {
 	if c.Backend == "" {
 		c.Backend = BackendLocal
 	}
 	if c.DataDir == "" {
-		c.DataDir = "./.tierlog"
+		c.DataDir = DefaultDataDir
 	}
 	if c.CompactInterval == 0 {
 		c.CompactInterval = 10 * time.Second
@@ -220,7 +226,10 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	switch cfg.Backend {
 	case BackendLocal:
 		// The store logs what it repaired or lost at ERROR when it opens.
-		store, err := local.Open(filepath.Join(cfg.DataDir, "meta"), local.WithLogger(cfg.Logger))
+		store, err := local.Open(MetaDir(cfg.DataDir), local.WithLogger(cfg.Logger))
+		if errors.Is(err, local.ErrCorrupt) {
+			return nil, fmt.Errorf("open metadata: %w\nthe metadata journal is damaged: 'tierlog repair --data-dir %s --dry-run' reports what a repair would drop, and --yes repairs it (docs/operations.md)", err, cfg.DataDir)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("open metadata: %w", err)
 		}

@@ -152,7 +152,7 @@ func (s *Store) load() error {
 			continue
 		}
 		if r.damage != nil && !s.opts.truncateDamaged {
-			return fmt.Errorf("meta/local: %s: %w; %d intact frames follow it (WithTruncateDamaged opens the store without them)", name, r.damage, r.intact)
+			return fmt.Errorf("meta/local: %s: %w; %d intact frames follow it (a repair, WithTruncateDamaged, opens the store without them)", name, r.damage, r.intact)
 		}
 		f, err := os.OpenFile(filepath.Join(dir, name), os.O_RDWR, 0)
 		if err != nil {
