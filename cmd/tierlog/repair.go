@@ -125,4 +125,3 @@ func report(out io.Writer, r local.Recovery) {
 		fmt.Fprintf(out, "found: %s\n", r.Cause)
 	}
 }
-
