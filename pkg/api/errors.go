@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"strings"
+	"time"
 
 	"github.com/tierlog/tierlog/pkg/broker"
 	"github.com/tierlog/tierlog/pkg/meta"
@@ -292,6 +295,9 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		// done, the retry answers its result.
 		h.Set("Retry-After", retryAfterUnavailable)
 	}
+	if cl.status == http.StatusRequestEntityTooLarge {
+		drainBody(w, r)
+	}
 	if cl.body.Error.Code == codeRequestTimeout || (cl.status == http.StatusRequestEntityTooLarge && r.ContentLength > maxBodyBytes) {
 		// The body was not (or not all) read: the connection cannot
 		// carry another request.
@@ -312,4 +318,26 @@ func (s *server) recordError(r *http.Request, err error) *errorBody {
 			slog.String("err", err.Error()))
 	}
 	return &cl.body.Error
+}
+
+// The rest of an oversized body is read and dropped before the 413, up to
+// maxDrainBytes and for at most maxDrainTime: a client that sends its whole
+// body before it reads the answer (most HTTP libraries) then reads the 413,
+// where a connection closed under its upload would reset. A larger or
+// slower body is cut (the connection closes).
+const (
+	maxDrainBytes = 32 << 20
+	maxDrainTime  = 10 * time.Second
+)
+
+// drainBody reads what is left of r's body, within the bounds above. A
+// client that asked "Expect: 100-continue" sent no body: nothing to read.
+func drainBody(w http.ResponseWriter, r *http.Request) {
+	if r.Body == nil || r.Body == http.NoBody || strings.EqualFold(r.Header.Get("Expect"), "100-continue") {
+		return
+	}
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(maxDrainTime)) // unsupported: no deadline to set
+	_, _ = io.CopyN(io.Discard, r.Body, maxDrainBytes)
+	_ = rc.SetReadDeadline(time.Time{})
 }

@@ -358,3 +358,66 @@ func TestDamagedRecordsEndToEnd(t *testing.T) {
 		t.Fatalf("fetch from next_offset %d: %d %s", next, status, body["error"])
 	}
 }
+
+// TestTooLargeBodySentWhole: a client that sends its whole oversized body
+// before reading (as most HTTP libraries do) reads the 413, whether the
+// body announced its length or came chunked; a body past what the server
+// drains is cut, and the server goes on serving.
+func TestTooLargeBodySentWhole(t *testing.T) {
+	t.Parallel()
+	l := listen(t, server.Config{})
+	if _, err := l.Broker.CreateTopic(context.Background(), broker.TopicSpec{Name: "big"}); err != nil {
+		t.Fatal(err)
+	}
+	body := `{"records":[{"value":"` + strings.Repeat("x", 8<<20) + `"}]}`
+	for _, chunked := range []bool{false, true} {
+		c, err := net.Dial("tcp", l.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(30 * time.Second))
+		head := "POST /v1/topics/big/records HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n"
+		if chunked {
+			head += "Transfer-Encoding: chunked\r\n\r\n" + fmt.Sprintf("%x\r\n", len(body))
+		} else {
+			head += fmt.Sprintf("Content-Length: %d\r\n\r\n", len(body))
+		}
+		msg := head + body
+		if chunked {
+			msg += "\r\n0\r\n\r\n"
+		}
+		if _, err := io.WriteString(c, msg); err != nil {
+			t.Fatalf("chunked %v: the server closed the connection under the upload: %v", chunked, err)
+		}
+		res, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("chunked %v: no answer after sending the body: %v", chunked, err)
+		}
+		if res.StatusCode != http.StatusRequestEntityTooLarge || errorCode(t, res) != "payload_too_large" {
+			t.Errorf("chunked %v: status %d, want 413 payload_too_large", chunked, res.StatusCode)
+		}
+		c.Close()
+	}
+	// Far more than the server drains: cut, and the server still answers.
+	c, err := net.Dial("tcp", l.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	io.WriteString(c, "POST /v1/topics/big/records HTTP/1.1\r\nHost: test\r\nContent-Length: 1073741824\r\n\r\n")
+	chunk := []byte(strings.Repeat("x", 1<<20))
+	sent := 0
+	for ; sent < 1024; sent++ {
+		if _, err := c.Write(chunk); err != nil {
+			break
+		}
+	}
+	c.Close()
+	if sent == 1024 {
+		t.Errorf("the server read a 1 GiB body to its end")
+	}
+	if hw := highWatermark(t, l.Server, "big"); hw != 0 {
+		t.Errorf("high watermark %d, want 0", hw)
+	}
+	t.Logf("a 1 GiB body was cut after %d MiB were sent", sent)
+}
