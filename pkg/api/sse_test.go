@@ -465,3 +465,37 @@ func TestStreamDisabledAnswersPlainFetch(t *testing.T) {
 		t.Error("Streams counted with streaming disabled")
 	}
 }
+
+// TestDeleteEndsIdleStreams: a topic delete with 20 idle streams open on
+// it (each waiting its 15 s keep-alive for the next commit) does not wait
+// for them: it answers, and every stream ends with topic_not_found, well
+// before any keep-alive was due.
+func TestDeleteEndsIdleStreams(t *testing.T) {
+	s := newSSEServer(t, server.Config{StreamKeepAlive: 15 * time.Second}, nil)
+	s.call("POST", "/v1/topics", `{"name":"t"}`, 201)
+	var streams []*sseStream
+	for range 20 {
+		st, code, body := s.open("offset=0", nil)
+		if st == nil {
+			t.Fatalf("open: %d %s", code, body)
+		}
+		streams = append(streams, st)
+	}
+	if err := s.s.Streams.WaitActive(s.ctx(), 20); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	s.call("DELETE", "/v1/topics/t", "", 204)
+	took := time.Since(start)
+	for i, st := range streams {
+		ev, err := st.next()
+		if err != nil || ev.event != "error" || !strings.Contains(ev.data, `"code":"topic_not_found"`) {
+			t.Fatalf("stream %d after the delete: %+v %v, want an error event topic_not_found", i, ev, err)
+		}
+	}
+	ended := time.Since(start)
+	if ended >= 15*time.Second {
+		t.Errorf("the streams ended %v after the delete: they waited out their keep-alive", ended)
+	}
+	t.Logf("delete with 20 idle streams: answered in %v, every stream ended in %v", took.Round(time.Millisecond), ended.Round(time.Millisecond))
+}

@@ -206,6 +206,10 @@ type topic struct {
 
 	mu     sync.RWMutex // read: operations; write: close
 	closed bool
+	// closing is closed when close begins: long-polls stop waiting, so a
+	// delete does not wait out their wait_ms.
+	closing     chan struct{}
+	closingOnce sync.Once
 	pmu    sync.Mutex
 	parts  []*partition.Log // opened lazily
 	stale  atomic.Bool      // deleted or re-created by another process
@@ -418,7 +422,7 @@ func (b *Broker) acquire(ctx context.Context, name string) (*topic, error) {
 }
 
 func (b *Broker) newTopic(cfg meta.TopicConfig) *topic {
-	t := &topic{cfg: cfg, dir: b.topicDir(cfg), parts: make([]*partition.Log, cfg.Partitions), broker: b}
+	t := &topic{cfg: cfg, dir: b.topicDir(cfg), parts: make([]*partition.Log, cfg.Partitions), broker: b, closing: make(chan struct{})}
 	t.loaded.Store(b.cfg.Now().UnixNano())
 	return t
 }
@@ -741,7 +745,22 @@ func (t *topic) verify(ctx context.Context) error {
 	return nil
 }
 
+// wait is l.Wait, cut short when t starts closing (a delete, Close).
+func (t *topic) wait(ctx context.Context, l *partition.Log, offset int64, d time.Duration) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-t.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	l.Wait(ctx, offset, d)
+}
+
 func (t *topic) close(ctx context.Context) error {
+	t.closingOnce.Do(func() { close(t.closing) })
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
@@ -870,7 +889,7 @@ func (b *Broker) fetch(ctx context.Context, req FetchRequest, lk *lookup) (Fetch
 	recs, bounds, had, err := l.ReadUnless(ctx, req.Offset, maxRecords, maxBytes, have, sc)
 	if err == nil && !had && len(recs) == 0 && req.Wait > 0 && req.Offset == bounds.HighWatermark {
 		// Nothing to return yet: wait for the next commit, then read again.
-		l.Wait(ctx, req.Offset, min(req.Wait, MaxWait))
+		t.wait(ctx, l, req.Offset, min(req.Wait, MaxWait))
 		recs, bounds, had, err = l.ReadUnless(ctx, req.Offset, maxRecords, maxBytes, have, sc)
 	}
 	if had {
