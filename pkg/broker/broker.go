@@ -210,11 +210,11 @@ type topic struct {
 	// delete does not wait out their wait_ms.
 	closing     chan struct{}
 	closingOnce sync.Once
-	pmu    sync.Mutex
-	parts  []*partition.Log // opened lazily
-	stale  atomic.Bool      // deleted or re-created by another process
-	rr     atomic.Uint64    // round-robin for keyless records
-	broker *Broker
+	pmu         sync.Mutex
+	parts       []*partition.Log // opened lazily
+	stale       atomic.Bool      // deleted or re-created by another process
+	rr          atomic.Uint64    // round-robin for keyless records
+	broker      *Broker
 }
 
 // errReadOnly is a bug in routing: a write reached a read-only broker.
