@@ -33,6 +33,16 @@ const (
 	// client when the http.Server sets no WriteTimeout: a client that
 	// stops reading ends its stream instead of holding it forever.
 	DefaultStreamWriteTimeout = time.Minute
+	// DefaultStreamStall is how long a stream waits for its client to
+	// take a batch of events (a write to block) before it cuts the
+	// stream: a client that stops reading holds the server's memory for
+	// no longer. The client reconnects with Last-Event-ID.
+	DefaultStreamStall = 10 * time.Second
+	// streamBatchBytes bounds the records a stream reads at once, and
+	// streamFlushBytes the events it encodes before it writes them: what
+	// a stream whose client does not read holds.
+	streamBatchBytes = 256 << 10
+	streamFlushBytes = 64 << 10
 	// maxStreamBody is how much of a request body a streaming fetch
 	// reads (and discards) before it streams: it has no use for one, but
 	// a connection whose body is unread never notices its client leave.
@@ -52,6 +62,11 @@ type StreamConfig struct {
 	// server's WriteTimeout afresh, so it never cuts a stream that is
 	// being read). 0 means DefaultStreamWriteTimeout.
 	WriteTimeout time.Duration
+	// Stall bounds each write to the client whatever the other timeouts
+	// say: a client that takes no batch in that time has its stream cut
+	// (the connection closed; it cannot take an event). 0 means
+	// DefaultStreamStall.
+	Stall time.Duration
 	// Done, when closed, ends every stream (with an "unavailable" error
 	// event: the client reconnects elsewhere or later). The local server
 	// closes it when its http.Server shuts down, so Shutdown does not
@@ -127,6 +142,9 @@ func WithStreaming(sc StreamConfig) Option {
 		}
 		if sc.WriteTimeout <= 0 {
 			sc.WriteTimeout = DefaultStreamWriteTimeout
+		}
+		if sc.Stall <= 0 {
+			sc.Stall = DefaultStreamStall
 		}
 		c.stream = &sc
 	}
@@ -234,6 +252,7 @@ func (s *server) fetchStream(w http.ResponseWriter, r *http.Request, req broker.
 		}
 	}()
 	req.Wait = 0
+	req.MaxBytes = min(max(req.MaxBytes, 1), streamBatchBytes)
 	res, err := s.b.Fetch(ctx, req)
 	if err != nil {
 		s.writeError(w, r, fetchError(req, err))
@@ -388,6 +407,7 @@ func newSSEWriter(w http.ResponseWriter, r *http.Request, sc *StreamConfig) *sse
 	if hs, ok := r.Context().Value(http.ServerContextKey).(*http.Server); ok && hs.WriteTimeout > 0 {
 		st.perWrite, st.serverWT = hs.WriteTimeout, true
 	}
+	st.perWrite = min(st.perWrite, sc.Stall)
 	st.buf = bufPool.Get().(*bytes.Buffer)
 	st.buf.Reset()
 	return st
@@ -433,7 +453,7 @@ func (st *sseWriter) records(recs []broker.Record, enc encoding) error {
 		b.WriteString("\nevent: record\ndata: ")
 		b.Write(st.scratch)
 		b.WriteString("\n\n")
-		if b.Len() >= 256<<10 { // write big batches as they grow
+		if b.Len() >= streamFlushBytes { // write big batches as they grow
 			if err := st.flush(); err != nil {
 				return err
 			}

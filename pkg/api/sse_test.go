@@ -7,11 +7,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -498,4 +502,68 @@ func TestDeleteEndsIdleStreams(t *testing.T) {
 		t.Errorf("the streams ended %v after the delete: they waited out their keep-alive", ended)
 	}
 	t.Logf("delete with 20 idle streams: answered in %v, every stream ended in %v", took.Round(time.Millisecond), ended.Round(time.Millisecond))
+}
+
+// TestSlowStreamsBoundedMemory: 100 streams whose clients never read (a
+// small receive buffer each, nothing read) over a topic with 8 MiB of
+// records cost the server a bounded amount of memory each, and a stream
+// whose client takes nothing for StreamStall is cut: none stays active.
+func TestSlowStreamsBoundedMemory(t *testing.T) {
+	s := newSSEServer(t, server.Config{StreamKeepAlive: 15 * time.Second}, nil)
+	s.call("POST", "/v1/topics", `{"name":"t"}`, 201)
+	value := strings.Repeat("v", 1000)
+	for range 80 {
+		var recs []string
+		for range 100 {
+			recs = append(recs, fmt.Sprintf(`{"value":%q}`, value))
+		}
+		s.call("POST", "/v1/topics/t/partitions/0/records", `{"records":[`+strings.Join(recs, ",")+`]}`, 200)
+	}
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before := heap()
+	const n = 100
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+		return errors.Join(err, serr)
+	}}
+	addr := strings.TrimPrefix(s.URL, "http://")
+	for range n {
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if _, err := io.WriteString(c, "GET /v1/topics/t/partitions/0/records?offset=0&max_bytes=4194304 HTTP/1.1\r\nHost: t\r\nAccept: text/event-stream\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.s.Streams.WaitActive(s.ctx(), n); err != nil {
+		t.Fatal(err)
+	}
+	// Every stream has read its first batch and is blocked writing it.
+	deadline := time.Now().Add(20 * time.Second)
+	var grown uint64
+	for time.Now().Before(deadline) {
+		if h := heap(); h > before {
+			grown = max(grown, h-before)
+		}
+		if s.s.Streams.Active() == 0 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond) // sampling the heap while the streams are stuck, not synchronising
+	}
+	t.Logf("%d never-reading streams: heap grew by at most %.1f MiB (%.0f KiB a stream); %d still active after %v",
+		n, float64(grown)/(1<<20), float64(grown)/n/1024, s.s.Streams.Active(), 20*time.Second)
+	if per := grown / n; per > 1<<20 {
+		t.Errorf("%d KiB of heap a never-reading stream, want under 1 MiB", per>>10)
+	}
+	if err := s.s.Streams.WaitActive(s.ctx(), 0); err != nil {
+		t.Errorf("never-reading streams are not cut: %v", err)
+	}
 }
