@@ -179,6 +179,8 @@ type Broker struct {
 
 	writers *writers // partitions that may hold files open (writers.go)
 
+	groupLocks [groupStripes]sync.Mutex // group changes of this process take turns (groups.go)
+
 	// crashAfter, in tests, stops DeleteTopic after the named step
 	// ("fence", "topic", "files"), as a crash there would.
 	crashAfter func(step string) bool
@@ -733,9 +735,15 @@ var errStaleTopic = fmt.Errorf("%w: topic was deleted or re-created", ErrUnavail
 // verify checks that the topic item still names this incarnation. The
 // partition asks when a partition item looks never written, which is also
 // how a deleted one looks.
+// A topic that is gone is ErrTopicNotFound (a retry would find nothing);
+// one created again is the retryable errStaleTopic.
 func (t *topic) verify(ctx context.Context) error {
 	cur, err := t.broker.cfg.Meta.Topic(ctx, t.cfg.Name)
-	if errors.Is(err, meta.ErrNotFound) || (err == nil && cur.ID != t.cfg.ID) {
+	if errors.Is(err, meta.ErrNotFound) {
+		t.stale.Store(true)
+		return fmt.Errorf("%w: %q was deleted", ErrTopicNotFound, t.cfg.Name)
+	}
+	if err == nil && cur.ID != t.cfg.ID {
 		t.stale.Store(true)
 		return fmt.Errorf("%w: %q (id %s)", errStaleTopic, t.cfg.Name, t.cfg.ID)
 	}

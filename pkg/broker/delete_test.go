@@ -129,3 +129,27 @@ func processes(t *testing.T) func() *Broker {
 		return b
 	}
 }
+
+// A produce through a process whose cache still has a topic another
+// process deleted is answered topic_not_found at once, not first a
+// retriable unavailable: the retry could only find the topic gone.
+func TestProduceAfterDeleteElsewhereIsNotFound(t *testing.T) {
+	ctx := context.Background()
+	open := processes(t)
+	a, b := open(), open()
+	if _, err := a.CreateTopic(ctx, TopicSpec{Name: "s", Partitions: ptr(2)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.ProducePartition(ctx, "s", 0, []ProduceRecord{{Value: []byte("old")}}); err != nil {
+		t.Fatal(err) // b caches the topic and has partition 0 open
+	}
+	if err := a.DeleteTopic(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	for p := range 2 { // an open partition, and one b never opened
+		_, err := b.ProducePartition(ctx, "s", p, []ProduceRecord{{Value: []byte("late")}})
+		if !errors.Is(err, ErrTopicNotFound) {
+			t.Errorf("partition %d: produce after the delete elsewhere: %v, want topic not found", p, err)
+		}
+	}
+}

@@ -51,9 +51,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/cespare/xxhash/v2"
 
 	"github.com/tierlog/tierlog/pkg/meta"
 )
@@ -90,6 +93,40 @@ const (
 
 // groupRetries bounds the read-modify-write loop on one group item.
 const groupRetries = 32
+
+// A group item is changed by read-modify-write, conditional on its
+// version. Changes of one group in one process take turns (lockGroup), so
+// they never conflict with each other; a conflict with another process
+// backs off, jittered (conflictBackoff), so that processes in a storm of
+// joins, heartbeats and commits spread out instead of failing together.
+
+// groupStripes is how many locks the groups of one process share.
+const groupStripes = 64
+
+// lockGroup takes group's lock of this process and returns its unlock.
+func (b *Broker) lockGroup(group string) func() {
+	mu := &b.groupLocks[xxhash.Sum64String(group)%groupStripes]
+	mu.Lock()
+	return mu.Unlock
+}
+
+// conflictBackoff waits before attempt (from 0) of a read-modify-write
+// that lost a conflict: nothing before the first, then 1 ms doubling to
+// 64 ms, each a random time up to that; or returns ctx's error.
+func conflictBackoff(ctx context.Context, attempt int) error {
+	if attempt == 0 {
+		return ctx.Err()
+	}
+	d := time.Duration(mrand.Int64N(int64(time.Millisecond) << min(attempt-1, 6)))
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %w", ErrUnavailable, ctx.Err())
+	}
+}
 
 // Membership is a member's view of its group: its id, the generation and
 // its assignments.
@@ -134,7 +171,11 @@ func checkGroupName(group string) error {
 // change is written even with an error: an expiry found by a heartbeat of
 // an expired member). It returns the state as written (or read).
 func (b *Broker) updateGroup(ctx context.Context, group string, fn func(g *meta.GroupState, now int64) (bool, error)) (meta.GroupState, error) {
-	for range groupRetries {
+	defer b.lockGroup(group)()
+	for attempt := range groupRetries {
+		if err := conflictBackoff(ctx, attempt); err != nil {
+			return meta.GroupState{}, err
+		}
 		cur, err := b.cfg.Meta.Group(ctx, group)
 		if err != nil {
 			return meta.GroupState{}, metaErr(fmt.Sprintf("read group %q", group), err)
@@ -624,7 +665,11 @@ func (b *Broker) DeleteGroup(ctx context.Context, group string) error {
 	if err := checkGroupName(group); err != nil {
 		return err
 	}
-	for range groupRetries {
+	defer b.lockGroup(group)()
+	for attempt := range groupRetries {
+		if err := conflictBackoff(ctx, attempt); err != nil {
+			return err
+		}
 		g, err := b.cfg.Meta.Group(ctx, group)
 		if err != nil {
 			return metaErr(fmt.Sprintf("read group %q", group), err)
