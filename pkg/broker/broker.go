@@ -1024,22 +1024,22 @@ func (b *Broker) Offsets(ctx context.Context, topicName string, p int) (Offsets,
 	return o, err
 }
 
-// topicOffsets is Offsets, with the id of the topic incarnation they are of.
-func (b *Broker) topicOffsets(ctx context.Context, topicName string, p int) (string, Offsets, error) {
+// topicOffsets is Offsets, with the topic incarnation they are of.
+func (b *Broker) topicOffsets(ctx context.Context, topicName string, p int) (Topic, Offsets, error) {
 	t, err := b.acquire(ctx, topicName)
 	if err != nil {
-		return "", Offsets{}, err
+		return Topic{}, Offsets{}, err
 	}
 	defer t.release()
 	l, err := t.part(ctx, p)
 	if err != nil {
-		return "", Offsets{}, err
+		return Topic{}, Offsets{}, err
 	}
 	bounds, err := l.Bounds(ctx)
 	if err != nil {
-		return "", Offsets{}, t.mapErr(ctx, err)
+		return Topic{}, Offsets{}, t.mapErr(ctx, err)
 	}
-	return t.cfg.ID, Offsets{LogStartOffset: bounds.LogStartOffset, HighWatermark: bounds.HighWatermark}, nil
+	return t.cfg, Offsets{LogStartOffset: bounds.LogStartOffset, HighWatermark: bounds.HighWatermark}, nil
 }
 
 // metaErr wraps a metadata store error of operation op: one whose outcome

@@ -507,14 +507,14 @@ func (b *Broker) CommitGroupOffsetsAs(ctx context.Context, group string, fence *
 	hws := make([]int64, len(offsets))
 	var topics []string
 	for i, o := range offsets {
-		id, bounds, err := b.topicOffsets(ctx, o.Topic, o.Partition)
+		inc, bounds, err := b.topicOffsets(ctx, o.Topic, o.Partition)
 		if err != nil {
 			return err
 		}
 		if o.Offset < bounds.LogStartOffset || o.Offset > bounds.HighWatermark {
 			return &OffsetOutOfRangeError{Offset: o.Offset, LogStartOffset: bounds.LogStartOffset, HighWatermark: bounds.HighWatermark}
 		}
-		offsets[i].TopicID = id // offsets belong to this incarnation only
+		offsets[i].TopicID, offsets[i].TopicCreatedMs = inc.ID, inc.CreatedMs // offsets belong to this incarnation only
 		hws[i] = bounds.HighWatermark
 		topics = append(topics, o.Topic)
 	}
@@ -760,7 +760,7 @@ func (b *Broker) ResetGroupOffsets(ctx context.Context, group string, req ResetR
 	}
 	offs := make([]meta.GroupOffset, 0, len(parts))
 	for _, p := range parts {
-		id, bounds, err := b.topicOffsets(ctx, req.Topic, p)
+		inc, bounds, err := b.topicOffsets(ctx, req.Topic, p)
 		if err != nil {
 			return nil, err
 		}
@@ -782,7 +782,7 @@ func (b *Broker) ResetGroupOffsets(ctx context.Context, group string, req ResetR
 				return nil, &OffsetOutOfRangeError{Offset: off, LogStartOffset: bounds.LogStartOffset, HighWatermark: bounds.HighWatermark}
 			}
 		}
-		offs = append(offs, meta.GroupOffset{Topic: req.Topic, TopicID: id, Partition: p, Offset: off})
+		offs = append(offs, meta.GroupOffset{Topic: req.Topic, TopicID: inc.ID, TopicCreatedMs: inc.CreatedMs, Partition: p, Offset: off})
 	}
 	if err := b.admitCommit(ctx, group, nil, offs, []string{req.Topic}); err != nil {
 		return nil, err

@@ -207,10 +207,25 @@ type GroupOffset struct {
 	// for: an offset whose TopicID is not the topic's current one belongs
 	// to a deleted topic and does not apply ("" from stores written before
 	// ids were recorded: it applies to any incarnation).
-	TopicID   string `json:"topic_id,omitempty"`
-	Partition int    `json:"partition"`
-	Offset    int64  `json:"offset"`
-	Metadata  string `json:"metadata"`
+	TopicID string `json:"topic_id,omitempty"`
+	// TopicCreatedMs is when that incarnation was created: an offset of an
+	// older incarnation never replaces one of a newer (Replaces). 0: not
+	// recorded (stores written before it).
+	TopicCreatedMs int64  `json:"topic_created_ms,omitempty"`
+	Partition      int    `json:"partition"`
+	Offset         int64  `json:"offset"`
+	Metadata       string `json:"metadata"`
+}
+
+// Replaces reports whether offset o may replace cur, the one stored for
+// its group, topic and partition: not when cur belongs to a newer
+// incarnation of the topic. A commit admitted for an incarnation that was
+// deleted and created again while the commit was in flight (a request the
+// network or a retry delivers late) is dropped instead of wiping the new
+// incarnation's offset, as it would have been deleted with its topic had
+// it landed in time.
+func (o GroupOffset) Replaces(cur GroupOffset) bool {
+	return o.TopicID == cur.TopicID || cur.TopicCreatedMs <= o.TopicCreatedMs
 }
 
 // Store is the metadata port. Implementations are safe for concurrent use.
@@ -299,9 +314,11 @@ type Store interface {
 	// entry is not an error.
 	DeleteSegment(ctx context.Context, k PartitionKey, e CatalogEntry) error
 
-	// CommitOffsets stores group offsets, one item each, unconditionally
-	// (last write wins; an offset may move backwards). An empty list is a
-	// no-op. It is not atomic across items.
+	// CommitOffsets stores group offsets, one item each (last write wins;
+	// an offset may move backwards), but an offset of an older topic
+	// incarnation never replaces a newer one's (GroupOffset.Replaces): it is
+	// dropped, without an error. An empty list is a no-op. It is not
+	// atomic across items.
 	CommitOffsets(ctx context.Context, group string, offsets []GroupOffset) error
 	// GroupOffsets returns the group's offsets for topic, sorted by
 	// partition, whatever their TopicID (the caller filters). An unknown

@@ -514,10 +514,19 @@ func (s *Store) CommitOffsets(ctx context.Context, group string, offsets []meta.
 		if err != nil {
 			return err
 		}
+		// GroupOffset.Replaces, as a condition: absent, the same
+		// incarnation, or one created no later.
 		_, err = s.call(ctx, opPutItem, true, func(ctx context.Context, o ...func(*dynamodb.Options)) error {
-			_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: s.table, Item: item}, o...)
+			_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: s.table, Item: item,
+				ConditionExpression:       aws.String("attribute_not_exists(#pk) OR #tid = :tid OR attribute_not_exists(#tc) OR #tc <= :tc"),
+				ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#tid": "topic_id", "#tc": "topic_created_ms"},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":tid": str(off.TopicID), ":tc": num(off.TopicCreatedMs)},
+			}, o...)
 			return err
 		})
+		if isCondition(err) {
+			continue // a newer incarnation's offset: this one is dropped
+		}
 		if err != nil {
 			return err
 		}

@@ -54,6 +54,9 @@ func (st *state) apply(e *entry) error {
 				parts = map[int]meta.GroupOffset{}
 				topics[o.Topic] = parts
 			}
+			if cur, ok := parts[o.Partition]; ok && !o.Replaces(cur) {
+				continue
+			}
 			parts[o.Partition] = o
 		}
 	case opPutGroup:

@@ -265,6 +265,9 @@ func (s *Store) CommitOffsets(_ context.Context, group string, offsets []meta.Gr
 		if g[o.Topic] == nil {
 			g[o.Topic] = map[int]meta.GroupOffset{}
 		}
+		if cur, ok := g[o.Topic][o.Partition]; ok && !o.Replaces(cur) {
+			continue
+		}
 		g[o.Topic][o.Partition] = o
 	}
 	return nil

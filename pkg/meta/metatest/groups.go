@@ -19,7 +19,31 @@ func init() {
 		testCase{"GroupState/Delete", testGroupStateDelete},
 		testCase{"GroupState/ListSorted", testGroupStateList},
 		testCase{"GroupState/DeleteOffsets", testGroupDeleteOffsets},
+		testCase{"Offsets/OlderIncarnationDropped", testOffsetsOlderIncarnation},
 	)
+}
+
+// testOffsetsOlderIncarnation: an offset committed for an incarnation of a
+// topic that was deleted and created again, landing after the new one's
+// commit, is dropped; one of the same incarnation or a newer one replaces;
+// an item without a creation time (older stores) is replaced.
+func testOffsetsOlderIncarnation(t *testing.T, s meta.Store) {
+	ctx := ctxFor(t)
+	old := meta.GroupOffset{Topic: "orders", TopicID: "id-1", TopicCreatedMs: 1000, Partition: 0, Offset: 7}
+	cur := meta.GroupOffset{Topic: "orders", TopicID: "id-2", TopicCreatedMs: 2000, Partition: 0, Offset: 3}
+	legacy := meta.GroupOffset{Topic: "orders", TopicID: "id-0", Partition: 1, Offset: 9}
+	must(t, "CommitOffsets new", s.CommitOffsets(ctx, "g", []meta.GroupOffset{cur, legacy}))
+	must(t, "CommitOffsets late old", s.CommitOffsets(ctx, "g", []meta.GroupOffset{old, {Topic: "orders", TopicID: "id-1", TopicCreatedMs: 1000, Partition: 1, Offset: 5}}))
+	got, err := s.GroupOffsets(ctx, "g", "orders")
+	must(t, "GroupOffsets", err)
+	want := []meta.GroupOffset{cur, {Topic: "orders", TopicID: "id-1", TopicCreatedMs: 1000, Partition: 1, Offset: 5}}
+	mustEqual(t, "offsets after a late commit of an older incarnation", got, want)
+	next := cur
+	next.Offset = 4
+	must(t, "CommitOffsets same incarnation", s.CommitOffsets(ctx, "g", []meta.GroupOffset{next}))
+	got, err = s.GroupOffsets(ctx, "g", "orders")
+	must(t, "GroupOffsets", err)
+	mustEqual(t, "offset after a commit of the same incarnation", got[0], next)
 }
 
 func sampleGroup(name string) meta.GroupState {
