@@ -46,6 +46,8 @@ type contentionOpts struct {
 	recordBytes int
 	markdown    bool
 	dynalite    string // tools/dynalite (holding node_modules/dynalite)
+	hotLatency  string        // the servers' --hot-latency
+	overhead    time.Duration // added to every request: API Gateway and a warm Lambda
 	serverBin   string // the tierlog binary the servers run; default os.Executable()
 	logger      *slog.Logger
 }
@@ -105,6 +107,8 @@ off, so none should come; any that does is reported).`,
 	f.IntVar(&o.records, "records", 10, "records per produce request")
 	f.IntVar(&o.recordBytes, "record-bytes", 100, "bytes per record value")
 	f.BoolVar(&o.markdown, "markdown", false, "print Markdown tables")
+	f.StringVar(&o.hotLatency, "hot-latency", "none", "the servers' hot-tier latency profile: efs-regional, efs-onezone or none")
+	f.DurationVar(&o.overhead, "request-overhead", 0, "added to every request's latency, standing for API Gateway and a warm Lambda (10ms for the cloud profile)")
 	f.StringVar(&o.dynalite, "dynalite", "", "the dynalite install (default tools/dynalite of the repository holding the working directory)")
 	return c
 }
@@ -497,7 +501,7 @@ func runContentionCell(ctx context.Context, o contentionOpts, e cellEnv, n int, 
 	for i := range procs {
 		p, err := startChild(fmt.Sprintf("server %d", i), e.env, e.bin, "serve", "--backend", "aws",
 			"--listen", "127.0.0.1:0", "--hot-dir", e.hot, "--table", e.table, "--bucket", "contention",
-			"--compact-interval", "off", "--log-level", "info")
+			"--compact-interval", "off", "--log-level", "info", "--hot-latency", o.hotLatency)
 		if err != nil {
 			return nil, err
 		}
@@ -551,6 +555,9 @@ func runContentionCell(ctx context.Context, o contentionOpts, e cellEnv, n int, 
 			u := produceURL(i)
 			for time.Now().Before(deadline) && cctx.Err() == nil {
 				t0 := time.Now()
+				if o.overhead > 0 { // the gateway and the function before the server
+					time.Sleep(o.overhead)
+				}
 				code, _, err := httpDo(cctx, hc, http.MethodPost, u, payload)
 				if cctx.Err() != nil {
 					return // interrupted: not an answer

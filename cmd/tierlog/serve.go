@@ -68,6 +68,7 @@ are synced and leases released.`,
 	f.DurationVar(&o.cfg.CompactGrace, "compact-grace", 0, "how long hot files of tiered segments stay; 0: the server's default")
 	f.DurationVar(&o.cfg.LeaseTTL, "lease-ttl", 0, "how long a partition lease lives without a commit; 0: the server's default")
 	f.DurationVar(&o.cfg.BusyWait, "busy-wait", 0, "how long a produce waits its turn on a partition another writer holds, before 503; 0: the server's default")
+	f.StringVar(&o.cfg.HotLatency, "hot-latency", "", "benchmarking: charge each hot-tier operation a network file system's latency: efs-regional, efs-onezone or none")
 	f.Int64Var(&o.cfg.CacheBytes, "cache-bytes", 0, "cold-tier cache budget in bytes; 0: the server's default")
 	f.Int64Var(&o.cfg.AnswerCacheBytes, "answer-cache-bytes", 0, "budget of encoded fetch answers kept for readers that ask the same again; 0: the server's default, negative: none")
 	o.cfg.BodyReadTimeout = tlserver.DefaultBodyReadTimeout

@@ -85,6 +85,11 @@ type Config struct {
 	// BusyWait bounds how long a produce waits for a partition another
 	// writer holds. 0 means partition.DefaultBusyWait.
 	BusyWait time.Duration
+	// HotLatency names a latency profile the hot tier's operations are
+	// charged (segment.LatencyProfileByName: efs-regional, efs-onezone;
+	// "" or none: nothing), to measure the server at a network file
+	// system's costs on a local disk. For benchmarks.
+	HotLatency string
 	// CompactInterval is the compactor timer; 0 means 10s, < 0 disables it.
 	CompactInterval time.Duration
 	// CompactGrace is how long hot files of tiered segments stay. Default 30s.
@@ -253,7 +258,16 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.Objects = objstore.Counting(objects, s.Counters)
 	s.HotFS = &segment.FSCounters{}
-	hotFS := segment.CountingFS(segment.OSFS{}, s.HotFS)
+	var base segment.FS = segment.OSFS{}
+	if cfg.HotLatency != "" {
+		p, err := segment.LatencyProfileByName(cfg.HotLatency)
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		base = segment.LatencyFS(base, p, nil)
+	}
+	hotFS := segment.CountingFS(base, s.HotFS)
 	s.Cache = tier.NewCache(cfg.CacheBytes)
 
 	comp, err := compactor.New(compactor.Config{
