@@ -45,10 +45,10 @@ type contentionOpts struct {
 	records     int
 	recordBytes int
 	markdown    bool
-	dynalite    string // tools/dynalite (holding node_modules/dynalite)
+	dynalite    string        // tools/dynalite (holding node_modules/dynalite)
 	hotLatency  string        // the servers' --hot-latency
 	overhead    time.Duration // added to every request: API Gateway and a warm Lambda
-	serverBin   string // the tierlog binary the servers run; default os.Executable()
+	serverBin   string        // the tierlog binary the servers run; default os.Executable()
 	logger      *slog.Logger
 }
 
