@@ -36,6 +36,8 @@ var scenarios = []scenario{
 	{name: "checkpoint-lags-after-crash", run: checkpointLags},
 	{name: "checkpoint-moved-back-by-late-writer", run: checkpointMovedBack},
 	{name: "keyed-retry-after-partition-growth", run: keyedRetryAfterGrowth},
+	{name: "warm-container-after-another-wrote", run: warmAfterOtherWrote},
+	{name: "warm-container-thawed-after-takeover", run: warmThawedAfterTakeover},
 }
 
 func TestScenarios(t *testing.T) {
@@ -418,6 +420,42 @@ func keyedRetryAfterGrowth(sc *Script) {
 	sc.Grow(adm)                 // 2 -> 3: key b/b1 routes to 1, then to 2
 	sc.Advance(10 * time.Second) // past the broker's topic cache
 	sc.Continue(b)
+	sc.Read(r, 0)
+	sc.Check()
+}
+
+// warmAfterOtherWrote: a Lambda container keeps its writer's files open
+// after its release; another container writes (and rolls, with a small
+// segment); the first must notice (the item moved on) and recover, not
+// write at its stale length.
+func warmAfterOtherWrote(sc *Script) {
+	a := sc.Writer("a", false)
+	b := sc.Writer("b", false)
+	r := sc.Reader("r")
+	sc.Append(a, 2, 0)
+	sc.Append(a, 1, 0) // warm: continued without recovery
+	sc.Append(b, 3, 0)
+	sc.Append(a, 2, 0)
+	sc.Append(b, 1, 0)
+	sc.Append(a, 1, 0)
+	sc.Read(r, 0)
+	sc.Check()
+}
+
+// warmThawedAfterTakeover: a warm container is paused inside its next
+// round (just before its pwrite) past the lease TTL; another takes the
+// lease over and writes; the thawed one's late write must never reach a
+// committed record.
+func warmThawedAfterTakeover(sc *Script) {
+	a := sc.Writer("a", false)
+	b := sc.Writer("b", false)
+	r := sc.Reader("r")
+	sc.Append(a, 2, 0)
+	sc.AppendUntil(a, 2, 0, opWrite, ".log")
+	sc.Advance(3 * ttl)
+	sc.Append(b, 2, 0)
+	sc.Continue(a)
+	sc.Append(a, 1, 0)
 	sc.Read(r, 0)
 	sc.Check()
 }

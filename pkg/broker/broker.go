@@ -409,7 +409,10 @@ func (b *Broker) acquire(ctx context.Context, name string) (*topic, error) {
 				delete(b.topics, name)
 			}
 			b.mu.Unlock()
-			go t.close(context.WithoutCancel(ctx))
+			// Close it here, not in the background: its logs may keep
+			// files open (a Lambda-mode writer between batches), and their
+			// operations in flight end soon (close cuts long-polls short).
+			t.close(context.WithoutCancel(ctx))
 			continue
 		}
 		if b.refresh(ctx, t) {

@@ -13,9 +13,10 @@ import (
 // The open-file budget. A partition this process writes while keeping its
 // lease (HoldLease: the local server, or the aws backend with
 // ReleaseEachBatch off) keeps its writer's files open: the active
-// segment's log and two indexes, and its batch file, four descriptors.
-// Reads open and close files per request, and a Lambda-mode writer closes
-// its files with every release. So the writers a process keeps are bounded:
+// segment's log and two indexes, and its batch file, four descriptors; a
+// Lambda-mode writer keeps them open between batches too (warm, to
+// continue without recovering when nobody wrote since). Reads open and
+// close files per request. So the writers a process keeps are bounded:
 // past Config.MaxOpenWriters, or once idle for Config.WriterIdle, the least
 // recently used one is released (partition.Log.Release: its files synced
 // and closed, its lease released cleanly; its next append acquires again
@@ -97,13 +98,11 @@ func (w *writers) len() int {
 	return w.ll.Len()
 }
 
-// keepWriter notes that l, of topic t, just wrote, and releases the writers
-// past the budget or idle too long. A Lambda-mode writer holds nothing
-// between batches.
+// keepWriter notes that l just wrote, and releases the writers past the
+// budget or idle too long (a Lambda-mode writer keeps its files open
+// between batches too, its lease released: partition.Log.Release closes
+// them).
 func (b *Broker) keepWriter(ctx context.Context, l *partition.Log) {
-	if b.cfg.ReleaseEachBatch {
-		return
-	}
 	for _, old := range b.writers.touch(l, b.cfg.Now()) {
 		if _, err := old.Release(context.WithoutCancel(ctx)); err != nil {
 			b.cfg.Logger.Warn("release an idle partition", "err", err)

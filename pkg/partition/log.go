@@ -314,6 +314,14 @@ type Log struct {
 	waiting     bool            // in waitTurn: our batches are staged
 	chained     int             // rounds run for staged batches since the lease was acquired
 	inUse       map[string]bool // keys of batches being appended here, under qmu
+	// warm: without HoldLease, the writer (w, bw) is kept open after the
+	// commit that released the lease, at item version warmVersion with
+	// active segment warmActive. The next acquire continues it without
+	// recovering the files when the item shows nobody acquired or
+	// committed since (its version is warmVersion+1, the acquire's own).
+	warm        bool
+	warmVersion uint64
+	warmActive  meta.SegmentInfo
 
 	committed atomic.Pointer[view] // last view published: wakes waiters only
 	// ackedEnd is the end of the highest batch this Log acknowledged: no
@@ -653,8 +661,12 @@ func (l *Log) write(ctx context.Context, batch []*pending) ([]Appended, error) {
 	if release {
 		l.chained = 0
 		st.Owner = ""
-		l.closeWriter(false)
 		l.holding = false
+		if !l.cfg.HoldLease && l.w != nil && st.Active != nil {
+			l.warm, l.warmVersion, l.warmActive = true, st.Version, *st.Active
+		} else {
+			l.closeWriter(false)
+		}
 	}
 	l.lease = st
 	l.publish(&st)
@@ -728,10 +740,21 @@ func (l *Log) ensureWriter(ctx context.Context) error {
 	st := a.Partition
 	st.Sealed = append([]meta.SegmentInfo(nil), st.Sealed...)
 	trimSealed(&st)
+	// Nobody acquired or committed since this Log released (the acquire's
+	// own bump is the only one): the files are as this Log left them,
+	// its writer and window are the committed state.
+	warm := l.warm && !a.TakenOver && st.Version == l.warmVersion+1 && st.Active != nil && *st.Active == l.warmActive
+	l.warm = false
+	if !warm && (l.w != nil || l.bw != nil) {
+		l.closeWriter(false)
+	}
 	l.holding, l.lease, l.lastSealed = true, st, nil
 	l.acquiredAt = l.cfg.Now()
 	l.ensureCheckpoint()
-	l.winStale = true
+	l.winStale = !warm
+	if warm {
+		return nil
+	}
 	if fresh(&st) && l.cfg.Verify != nil {
 		if err := l.cfg.Verify(ctx); err != nil {
 			l.releaseLease(ctx)
@@ -987,7 +1010,18 @@ func (l *Log) Release(ctx context.Context) (bool, error) {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	if !l.holding {
-		return false, nil
+		if !l.warm {
+			return false, nil
+		}
+		l.warm = false // a released writer kept open: close its files
+		var err error
+		if l.w != nil {
+			err = l.w.Close()
+			l.w = nil
+		}
+		l.bw.close()
+		l.bw = nil
+		return true, err
 	}
 	var err error
 	if l.w != nil {
