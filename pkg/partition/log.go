@@ -1002,26 +1002,16 @@ func (l *Log) Close(ctx context.Context) error {
 	return err
 }
 
-// Release closes the files of the Log's writer and releases its lease
-// cleanly, as Close does, when it holds one; the Log stays open, and its
-// next append acquires the lease again and continues the active segment.
-// A flush in progress finishes first. It reports whether it released.
+// Release closes the files of the Log's writer (held under the lease, or
+// kept open after a release: warm) and releases the lease cleanly, as Close
+// does, when it holds one; the Log stays open, and its next append acquires
+// the lease again and continues the active segment. A flush in progress
+// finishes first. It reports whether it closed anything.
 func (l *Log) Release(ctx context.Context) (bool, error) {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
-	if !l.holding {
-		if !l.warm {
-			return false, nil
-		}
-		l.warm = false // a released writer kept open: close its files
-		var err error
-		if l.w != nil {
-			err = l.w.Close()
-			l.w = nil
-		}
-		l.bw.close()
-		l.bw = nil
-		return true, err
+	if !l.holding && !l.warm {
+		return false, nil
 	}
 	var err error
 	if l.w != nil {
@@ -1030,9 +1020,12 @@ func (l *Log) Release(ctx context.Context) (bool, error) {
 	}
 	l.bw.close()
 	l.bw = nil
-	l.holding = false
-	if cerr := l.cfg.Meta.Commit(ctx, l.lease, true, l.cfg.Now(), l.cfg.LeaseTTL); cerr != nil && err == nil {
-		err = fmt.Errorf("partition %v: release: %w", l.cfg.Key, cerr)
+	l.warm = false // a writer kept open after its release: only its files
+	if l.holding {
+		l.holding = false
+		if cerr := l.cfg.Meta.Commit(ctx, l.lease, true, l.cfg.Now(), l.cfg.LeaseTTL); cerr != nil && err == nil {
+			err = fmt.Errorf("partition %v: release: %w", l.cfg.Key, cerr)
+		}
 	}
 	return true, err
 }
