@@ -65,7 +65,7 @@
 //     batches, never while taking another lock.
 //   - wmu is held by the group-commit leader for one flush (write, fsync,
 //     commit) and by Close; it guards the writer state (w, holding, lease,
-//     sealed). Under it, publish takes notifyMu.
+//     sealed, warm). Under it, publish takes notifyMu.
 //   - notifyMu guards the notify channel (closed on every new high
 //     watermark); it nests inside wmu and takes nothing itself.
 //   - idx guards the parsed index cache; readers take it alone.
