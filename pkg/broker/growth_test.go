@@ -160,3 +160,28 @@ func TestGrowthTakesEffectForRoutingAfterDelay(t *testing.T) {
 		t.Errorf("growth history %+v", tp.Growth)
 	}
 }
+
+// A request first sent after a growth took effect, spread over partitions
+// by the new count, is answered from that attempt when retried: finding its
+// key under the old routing's partitions (where the new one also put a
+// part) is no evidence that the old routing was used.
+func TestIdempotentRetryOfRequestRoutedAfterGrowth(t *testing.T) {
+	e := newGrowthEnv(t)
+	e.grow(8)
+	e.advance(e.b.routeDelay())
+	recs := []ProduceRecord{{Value: []byte("a"), Partition: -1}, {Value: []byte("b"), Partition: -1}, {Key: movingKey(8), Value: []byte("c"), Partition: -1}}
+	first, err := e.b.ProduceWith(e.ctx, "orders", recs, ProduceOptions{IdempotencyKey: "req-2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	retry, err := e.b2.ProduceWith(e.ctx, "orders", recs, ProduceOptions{IdempotencyKey: "req-2"})
+	if err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	if !retry.Replayed || fmt.Sprint(retry.Results) != fmt.Sprint(first.Results) {
+		t.Errorf("retry answered %+v (replayed %v); the first attempt %+v", retry.Results, retry.Replayed, first.Results)
+	}
+	if n := e.stored(); n != int64(len(recs)) {
+		t.Errorf("%d records stored for a %d-record request sent twice", n, len(recs))
+	}
+}
