@@ -470,24 +470,47 @@ func TestStreamDisabledAnswersPlainFetch(t *testing.T) {
 	}
 }
 
-// TestDeleteEndsIdleStreams: a topic delete with 20 idle streams open on
-// it (each waiting its 15 s keep-alive for the next commit) does not wait
-// for them: it answers, and every stream ends with topic_not_found, well
-// before any keep-alive was due.
-func TestDeleteEndsIdleStreams(t *testing.T) {
+// TestDeleteEndsStreamsAndLongPolls: a topic delete with 20 idle streams
+// and 5 long-polls waiting on it (the streams for their 15 s keep-alive,
+// the long-polls for wait_ms=20000) does not wait for them: it answers,
+// every stream ends with a topic_not_found error event and every
+// long-poll answers 404 topic_not_found, well before any keep-alive or
+// wait_ms was due.
+func TestDeleteEndsStreamsAndLongPolls(t *testing.T) {
 	s := newSSEServer(t, server.Config{StreamKeepAlive: 15 * time.Second}, nil)
 	s.call("POST", "/v1/topics", `{"name":"t"}`, 201)
+	const nStreams, nPolls = 20, 5
 	var streams []*sseStream
-	for range 20 {
+	for range nStreams {
 		st, code, body := s.open("offset=0", nil)
 		if st == nil {
 			t.Fatalf("open: %d %s", code, body)
 		}
 		streams = append(streams, st)
 	}
-	if err := s.s.Streams.WaitActive(s.ctx(), 20); err != nil {
-		t.Fatal(err)
+	type answer struct {
+		status int
+		body   []byte
+		err    error
 	}
+	polls := make(chan answer, nPolls)
+	// Far below wait_ms: a long-poll that waits it out fails here.
+	pollCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for range nPolls {
+		go func() {
+			req, _ := http.NewRequestWithContext(pollCtx, "GET", s.URL+"/v1/topics/t/partitions/0/records?offset=0&wait_ms=20000", nil)
+			res, err := s.Client().Do(req)
+			if err != nil {
+				polls <- answer{err: err}
+				return
+			}
+			defer res.Body.Close()
+			b, err := io.ReadAll(res.Body)
+			polls <- answer{res.StatusCode, b, err}
+		}()
+	}
+	waitForLongPolls(t, nStreams+nPolls)
 	start := time.Now()
 	s.call("DELETE", "/v1/topics/t", "", 204)
 	took := time.Since(start)
@@ -497,11 +520,42 @@ func TestDeleteEndsIdleStreams(t *testing.T) {
 			t.Fatalf("stream %d after the delete: %+v %v, want an error event topic_not_found", i, ev, err)
 		}
 	}
-	ended := time.Since(start)
-	if ended >= 15*time.Second {
-		t.Errorf("the streams ended %v after the delete: they waited out their keep-alive", ended)
+	for range nPolls {
+		a := <-polls
+		if a.err != nil || a.status != 404 || !bytes.Contains(a.body, []byte(`"code":"topic_not_found"`)) {
+			t.Errorf("long-poll after the delete: %d %s %v, want 404 topic_not_found", a.status, a.body, a.err)
+		}
 	}
-	t.Logf("delete with 20 idle streams: answered in %v, every stream ended in %v", took.Round(time.Millisecond), ended.Round(time.Millisecond))
+	t.Logf("delete with %d idle streams and %d long-polls: answered in %v, every stream and long-poll ended in %v",
+		nStreams, nPolls, took.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+}
+
+// waitForLongPolls polls, with a deadline, until at least n goroutines
+// wait in a long-poll for the partition's next commit.
+func waitForLongPolls(t *testing.T, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		got := goroutinesIn("partition.(*Log).Wait(")
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d long-polls waiting, want %d", got, n)
+		}
+	}
+}
+
+// goroutinesIn is the number of goroutines with a frame of fn in their
+// stack.
+func goroutinesIn(fn string) int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return strings.Count(string(buf[:n]), fn)
+		}
+		buf = make([]byte, 2*len(buf))
+	}
 }
 
 // TestSlowStreamsBoundedMemory: 100 streams whose clients never read (a

@@ -208,15 +208,16 @@ type topic struct {
 
 	mu     sync.RWMutex // read: operations; write: close
 	closed bool
-	// closing is closed when close begins: long-polls stop waiting, so a
-	// delete does not wait out their wait_ms.
-	closing     chan struct{}
-	closingOnce sync.Once
-	pmu         sync.Mutex
-	parts       []*partition.Log // opened lazily
-	stale       atomic.Bool      // deleted or re-created by another process
-	rr          atomic.Uint64    // round-robin for keyless records
-	broker      *Broker
+	// ending is done once close begins (end), with what ends the topic as
+	// its cause: a long-poll on the topic stops waiting and answers that,
+	// so a close never waits out a wait_ms.
+	ending context.Context
+	end    context.CancelCauseFunc
+	pmu    sync.Mutex
+	parts  []*partition.Log // opened lazily
+	stale  atomic.Bool      // deleted or re-created by another process
+	rr     atomic.Uint64    // round-robin for keyless records
+	broker *Broker
 }
 
 // errReadOnly is a bug in routing: a write reached a read-only broker.
@@ -412,7 +413,7 @@ func (b *Broker) acquire(ctx context.Context, name string) (*topic, error) {
 			// Close it here, not in the background: its logs may keep
 			// files open (a Lambda-mode writer between batches), and their
 			// operations in flight end soon (close cuts long-polls short).
-			t.close(context.WithoutCancel(ctx))
+			t.close(context.WithoutCancel(ctx), errStaleTopic)
 			continue
 		}
 		if b.refresh(ctx, t) {
@@ -427,7 +428,8 @@ func (b *Broker) acquire(ctx context.Context, name string) (*topic, error) {
 }
 
 func (b *Broker) newTopic(cfg meta.TopicConfig) *topic {
-	t := &topic{cfg: cfg, dir: b.topicDir(cfg), parts: make([]*partition.Log, cfg.Partitions), broker: b, closing: make(chan struct{})}
+	t := &topic{cfg: cfg, dir: b.topicDir(cfg), parts: make([]*partition.Log, cfg.Partitions), broker: b}
+	t.ending, t.end = context.WithCancelCause(context.Background())
 	t.loaded.Store(b.cfg.Now().UnixNano())
 	return t
 }
@@ -680,7 +682,7 @@ func (b *Broker) DeleteTopic(ctx context.Context, name string) error {
 	delete(b.topics, name)
 	b.mu.Unlock()
 	if t != nil {
-		t.close(ctx)
+		t.close(ctx, fmt.Errorf("%w: %q was deleted", ErrTopicNotFound, name))
 	}
 	for p := 0; p < cfg.Partitions; p++ {
 		k := meta.PartitionKey{Topic: cfg.Name, TopicID: cfg.ID, Partition: p}
@@ -756,22 +758,22 @@ func (t *topic) verify(ctx context.Context) error {
 	return nil
 }
 
-// wait is l.Wait, cut short when t starts closing (a delete, Close).
-func (t *topic) wait(ctx context.Context, l *partition.Log, offset int64, d time.Duration) {
+// wait is l.Wait, cut short when t ends: it then returns what ended t
+// (a delete: ErrTopicNotFound; Close: ErrClosed; an incarnation found
+// stale: errStaleTopic), and nil otherwise.
+func (t *topic) wait(ctx context.Context, l *partition.Log, offset int64, d time.Duration) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() {
-		select {
-		case <-t.closing:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+	stop := context.AfterFunc(t.ending, cancel)
+	defer stop()
 	l.Wait(ctx, offset, d)
+	return context.Cause(t.ending)
 }
 
-func (t *topic) close(ctx context.Context) error {
-	t.closingOnce.Do(func() { close(t.closing) })
+// close ends t with cause (its long-polls answer it at once), waits for
+// the operations in flight and closes the partitions.
+func (t *topic) close(ctx context.Context, cause error) error {
+	t.end(cause)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
@@ -900,7 +902,9 @@ func (b *Broker) fetch(ctx context.Context, req FetchRequest, lk *lookup) (Fetch
 	recs, bounds, had, err := l.ReadUnless(ctx, req.Offset, maxRecords, maxBytes, have, sc)
 	if err == nil && !had && len(recs) == 0 && req.Wait > 0 && req.Offset == bounds.HighWatermark {
 		// Nothing to return yet: wait for the next commit, then read again.
-		t.wait(ctx, l, req.Offset, min(req.Wait, MaxWait))
+		if err := t.wait(ctx, l, req.Offset, min(req.Wait, MaxWait)); err != nil {
+			return FetchResult{}, err
+		}
 		recs, bounds, had, err = l.ReadUnless(ctx, req.Offset, maxRecords, maxBytes, have, sc)
 	}
 	if had {
@@ -1169,7 +1173,7 @@ func (b *Broker) Close() error {
 	defer cancel()
 	var errs []error
 	for _, t := range topics {
-		errs = append(errs, t.close(ctx))
+		errs = append(errs, t.close(ctx, ErrClosed))
 	}
 	return errors.Join(errs...)
 }
