@@ -81,7 +81,7 @@
 //     is unknown and a retry is safe. A 503's message is fixed per cause
 //     ("partition busy: retry", "metadata store unavailable: retry", ...):
 //     the cause names files, epochs and SDK internals, and is logged with
-//     the request id instead.
+//     the request id instead (at debug when the client had gone away).
 //   - Records damaged on disk (*partition.DamagedError) are 500
 //     corrupt_record with "next_offset", the first readable offset after
 //     the damage, beside "error" (docs/api-extensions.md).

@@ -278,14 +278,7 @@ func damagedMessage(d *partition.DamagedError) string {
 // writeError answers err through classify, logging what the body leaves
 // out (internal errors, the causes of 503s, damage) with the request id.
 func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	id := requestIDFrom(r.Context())
-	cl := classify(err, id)
-	if cl.logged {
-		s.log.LogAttrs(r.Context(), cl.logLevel, "request failed",
-			slog.String("request_id", id), slog.String("method", r.Method),
-			slog.String("path", r.URL.EscapedPath()), slog.Int("status", cl.status),
-			slog.String("code", cl.body.Error.Code), slog.String("err", err.Error()))
-	}
+	cl := s.classifyLogged(r, err, "request failed")
 	h := w.Header()
 	if cl.allow != "" {
 		h.Set("Allow", cl.allow)
@@ -309,15 +302,37 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 // recordError is the per-record "error" of a produce answer, classified
 // like a request-level error.
 func (s *server) recordError(r *http.Request, err error) *errorBody {
+	cl := s.classifyLogged(r, err, "produce result failed")
+	return &cl.body.Error
+}
+
+// classifyLogged is classify for an error of r, logging what the answer
+// leaves out (classification.logged) as msg, with the request id. An
+// unavailable error of a request whose client went away is logged at
+// debug only: the client's leaving ended the request (a long-poll, a
+// produce it gave up on), not a failure of the server.
+func (s *server) classifyLogged(r *http.Request, err error, msg string) classification {
 	id := requestIDFrom(r.Context())
 	cl := classify(err, id)
-	if cl.logged {
-		s.log.LogAttrs(r.Context(), cl.logLevel, "produce result failed",
-			slog.String("request_id", id), slog.String("path", r.URL.EscapedPath()),
-			slog.Int("status", cl.status), slog.String("code", cl.body.Error.Code),
-			slog.String("err", err.Error()))
+	if !cl.logged {
+		return cl
 	}
-	return &cl.body.Error
+	level := cl.logLevel
+	if cl.status == http.StatusServiceUnavailable && clientGone(r) {
+		level = slog.LevelDebug
+	}
+	s.log.LogAttrs(r.Context(), level, msg,
+		slog.String("request_id", id), slog.String("method", r.Method),
+		slog.String("path", r.URL.EscapedPath()), slog.Int("status", cl.status),
+		slog.String("code", cl.body.Error.Code), slog.String("err", err.Error()))
+	return cl
+}
+
+// clientGone reports whether r's client went away: net/http cancels the
+// request's context when it sees the connection close (a deadline on the
+// context, as a function's invocation has, is not the client leaving).
+func clientGone(r *http.Request) bool {
+	return errors.Is(r.Context().Err(), context.Canceled)
 }
 
 // The rest of an oversized body is read and dropped before the 413, up to

@@ -362,14 +362,7 @@ func (s *server) streamGone(w http.ResponseWriter, r *http.Request, st *sseWrite
 // streamError ends a stream with an "error" event: data is the error
 // body a plain request would have answered (classify).
 func (s *server) streamError(r *http.Request, st *sseWriter, err error) {
-	id := requestIDFrom(r.Context())
-	cl := classify(err, id)
-	if cl.logged {
-		s.log.LogAttrs(r.Context(), cl.logLevel, "stream failed",
-			slog.String("request_id", id), slog.String("path", r.URL.EscapedPath()),
-			slog.Int("status", cl.status), slog.String("code", cl.body.Error.Code),
-			slog.String("err", err.Error()))
-	}
+	cl := s.classifyLogged(r, err, "stream failed")
 	data, jerr := json.Marshal(&cl.body)
 	if jerr != nil {
 		data = []byte(`{"error":{"code":"internal","message":"internal error"}}`)

@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -35,7 +36,9 @@ func newSSEServer(t *testing.T, cfg server.Config, hs func(*http.Server)) *sseSe
 	t.Helper()
 	cfg.DataDir = t.TempDir()
 	cfg.CompactInterval = -1
-	cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
 	if cfg.StreamKeepAlive == 0 {
 		cfg.StreamKeepAlive = 50 * time.Millisecond
 	}
@@ -528,6 +531,77 @@ func TestDeleteEndsStreamsAndLongPolls(t *testing.T) {
 	}
 	t.Logf("delete with %d idle streams and %d long-polls: answered in %v, every stream and long-poll ended in %v",
 		nStreams, nPolls, took.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+}
+
+// TestClientGoneIsNoFailure: a client that goes away in the middle of a
+// long-poll or of a stream is no failure of the server: nothing is logged
+// at WARN or above, and nothing of the request is left running.
+func TestClientGoneIsNoFailure(t *testing.T) {
+	var logged syncBuffer
+	log := slog.New(slog.NewTextHandler(io.MultiWriter(t.Output(), &logged), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	s := newSSEServer(t, server.Config{StreamKeepAlive: 15 * time.Second, Logger: log}, nil)
+	s.call("POST", "/v1/topics", `{"name":"t"}`, 201)
+
+	ctx, cancel := context.WithCancel(s.ctx())
+	gone := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, "GET", s.URL+"/v1/topics/t/partitions/0/records?offset=0&wait_ms=20000", nil)
+		res, err := s.Client().Do(req)
+		if err == nil {
+			res.Body.Close()
+		}
+		gone <- err
+	}()
+	waitForLongPolls(t, 1)
+	cancel() // the client goes away mid long-poll
+	if err := <-gone; !errors.Is(err, context.Canceled) {
+		t.Fatalf("long-poll: %v, want the client's own cancel", err)
+	}
+	waitUntilNoneIn(t, "api.(*server).fetch(")
+
+	st, code, body := s.open("offset=0", nil)
+	if st == nil {
+		t.Fatalf("open: %d %s", code, body)
+	}
+	waitForLongPolls(t, 1)
+	st.close() // the client goes away mid stream
+	if err := s.s.Streams.WaitActive(s.ctx(), 0); err != nil {
+		t.Fatal(err)
+	}
+	waitUntilNoneIn(t, "api.(*server).fetch")
+	waitUntilNoneIn(t, "broker.(*topic).wait")
+	if l := logged.String(); l != "" {
+		t.Errorf("a client going away was logged as a failure:\n%s", l)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// waitUntilNoneIn polls, with a deadline, until no goroutine has a frame
+// of fn in its stack.
+func waitUntilNoneIn(t *testing.T, fn string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); goroutinesIn(fn) > 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines still in %s", goroutinesIn(fn), fn)
+		}
+	}
 }
 
 // waitForLongPolls polls, with a deadline, until at least n goroutines
