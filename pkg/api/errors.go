@@ -288,7 +288,7 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		// done, the retry answers its result.
 		h.Set("Retry-After", retryAfterUnavailable)
 	}
-	if cl.status == http.StatusRequestEntityTooLarge {
+	if cl.body.Error.Code != codeRequestTimeout { // a body that stopped arriving is not waited for again
 		drainBody(w, r)
 	}
 	if cl.body.Error.Code == codeRequestTimeout || (cl.status == http.StatusRequestEntityTooLarge && r.ContentLength > maxBodyBytes) {
@@ -335,11 +335,13 @@ func clientGone(r *http.Request) bool {
 	return errors.Is(r.Context().Err(), context.Canceled)
 }
 
-// The rest of an oversized body is read and dropped before the 413, up to
-// maxDrainBytes and for at most maxDrainTime: a client that sends its whole
-// body before it reads the answer (most HTTP libraries) then reads the 413,
-// where a connection closed under its upload would reset. A larger or
-// slower body is cut (the connection closes).
+// What an error answer leaves of the request body unread (an oversized
+// body; the body of a request refused before it was read: a bad topic
+// name, an unknown route) is read and dropped before the answer, up to
+// maxDrainBytes and for at most maxDrainTime: a client that sends its
+// whole body before it reads the answer (most HTTP libraries) then reads
+// the error, where a connection closed under its upload would reset. A
+// larger or slower body is cut (the connection closes).
 const (
 	maxDrainBytes = 32 << 20
 	maxDrainTime  = 10 * time.Second

@@ -359,44 +359,56 @@ func TestDamagedRecordsEndToEnd(t *testing.T) {
 	}
 }
 
-// TestTooLargeBodySentWhole: a client that sends its whole oversized body
-// before reading (as most HTTP libraries do) reads the 413, whether the
-// body announced its length or came chunked; a body past what the server
-// drains is cut, and the server goes on serving.
-func TestTooLargeBodySentWhole(t *testing.T) {
+// TestErrorAnswerAfterWholeBody: a client that sends its whole body
+// before reading (as most HTTP libraries do) reads the error answer in
+// API.md's shape, never a reset: an oversized body (announced by its
+// length or chunked) and a request refused before its body is read (a bad
+// topic name or partition, an unknown route, a method the route does not
+// have) alike. A body past what the server drains is cut, and the server
+// goes on serving.
+func TestErrorAnswerAfterWholeBody(t *testing.T) {
 	t.Parallel()
 	l := listen(t, server.Config{})
 	if _, err := l.Broker.CreateTopic(context.Background(), broker.TopicSpec{Name: "big"}); err != nil {
 		t.Fatal(err)
 	}
 	body := `{"records":[{"value":"` + strings.Repeat("x", 8<<20) + `"}]}`
-	for _, chunked := range []bool{false, true} {
-		c, err := net.Dial("tcp", l.addr)
+	for _, c := range []struct {
+		method, path string
+		chunked      bool
+		status       int
+		code         string
+	}{
+		{"POST", "/v1/topics/big/records", false, http.StatusRequestEntityTooLarge, "payload_too_large"},
+		{"POST", "/v1/topics/big/records", true, http.StatusRequestEntityTooLarge, "payload_too_large"},
+		{"POST", "/v1/topics/bad!name/records", false, http.StatusBadRequest, "invalid_request"},
+		{"POST", "/v1/topics/big/partitions/x/records", true, http.StatusBadRequest, "invalid_request"},
+		{"POST", "/v2/nothing", false, http.StatusNotFound, "not_found"},
+		{"PUT", "/v1/topics/big/records", false, http.StatusMethodNotAllowed, "method_not_allowed"},
+	} {
+		name := fmt.Sprintf("%s %s (chunked %v)", c.method, c.path, c.chunked)
+		c0, err := net.Dial("tcp", l.addr)
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.SetDeadline(time.Now().Add(30 * time.Second))
-		head := "POST /v1/topics/big/records HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n"
-		if chunked {
-			head += "Transfer-Encoding: chunked\r\n\r\n" + fmt.Sprintf("%x\r\n", len(body))
-		} else {
-			head += fmt.Sprintf("Content-Length: %d\r\n\r\n", len(body))
+		c0.SetDeadline(time.Now().Add(30 * time.Second))
+		head := c.method + " " + c.path + " HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n"
+		msg := head + fmt.Sprintf("Content-Length: %d\r\n\r\n", len(body)) + body
+		if c.chunked {
+			msg = head + "Transfer-Encoding: chunked\r\n\r\n" + fmt.Sprintf("%x\r\n", len(body)) + body + "\r\n0\r\n\r\n"
 		}
-		msg := head + body
-		if chunked {
-			msg += "\r\n0\r\n\r\n"
+		if _, err := io.WriteString(c0, msg); err != nil {
+			t.Errorf("%s: the server closed the connection under the upload: %v", name, err)
+			c0.Close()
+			continue
 		}
-		if _, err := io.WriteString(c, msg); err != nil {
-			t.Fatalf("chunked %v: the server closed the connection under the upload: %v", chunked, err)
-		}
-		res, err := http.ReadResponse(bufio.NewReader(c), nil)
+		res, err := http.ReadResponse(bufio.NewReader(c0), nil)
 		if err != nil {
-			t.Fatalf("chunked %v: no answer after sending the body: %v", chunked, err)
+			t.Errorf("%s: no answer after sending the body: %v", name, err)
+		} else if code := errorCode(t, res); res.StatusCode != c.status || code != c.code {
+			t.Errorf("%s: %d %s, want %d %s", name, res.StatusCode, code, c.status, c.code)
 		}
-		if res.StatusCode != http.StatusRequestEntityTooLarge || errorCode(t, res) != "payload_too_large" {
-			t.Errorf("chunked %v: status %d, want 413 payload_too_large", chunked, res.StatusCode)
-		}
-		c.Close()
+		c0.Close()
 	}
 	// Far more than the server drains: cut, and the server still answers.
 	c, err := net.Dial("tcp", l.addr)
