@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -636,6 +637,7 @@ func goroutinesIn(fn string) int {
 // small receive buffer each, nothing read) over a topic with 8 MiB of
 // records cost the server a bounded amount of memory each, and a stream
 // whose client takes nothing for StreamStall is cut: none stays active.
+// It logs the heap's growth and the process's resident set's (Linux).
 func TestSlowStreamsBoundedMemory(t *testing.T) {
 	s := newSSEServer(t, server.Config{StreamKeepAlive: 15 * time.Second}, nil)
 	s.call("POST", "/v1/topics", `{"name":"t"}`, 201)
@@ -653,7 +655,7 @@ func TestSlowStreamsBoundedMemory(t *testing.T) {
 		runtime.ReadMemStats(&m)
 		return m.HeapAlloc
 	}
-	before := heap()
+	before, rssBefore := heap(), residentBytes()
 	const n = 100
 	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
 		var serr error
@@ -679,22 +681,42 @@ func TestSlowStreamsBoundedMemory(t *testing.T) {
 		}
 	}
 	deadline := time.Now().Add(20 * time.Second)
-	var grown uint64
+	var grown, rssGrown uint64
 	for time.Now().Before(deadline) {
 		if h := heap(); h > before {
 			grown = max(grown, h-before)
+		}
+		if r := residentBytes(); r > rssBefore {
+			rssGrown = max(rssGrown, r-rssBefore)
 		}
 		if s.s.Streams.Active() == 0 {
 			break
 		}
 		time.Sleep(100 * time.Millisecond) // sampling the heap while the streams are stuck, not synchronising
 	}
-	t.Logf("%d never-reading streams: heap grew by at most %.1f MiB (%.0f KiB a stream); %d still active after %v",
-		n, float64(grown)/(1<<20), float64(grown)/n/1024, s.s.Streams.Active(), 20*time.Second)
+	t.Logf("%d never-reading streams: heap grew by at most %.1f MiB (%.0f KiB a stream), the resident set by %.1f MiB (from %.1f MiB); %d still active after %v",
+		n, float64(grown)/(1<<20), float64(grown)/n/1024, float64(rssGrown)/(1<<20), float64(rssBefore)/(1<<20),
+		s.s.Streams.Active(), 20*time.Second)
 	if per := grown / n; per > 1<<20 {
 		t.Errorf("%d KiB of heap a never-reading stream, want under 1 MiB", per>>10)
 	}
 	if err := s.s.Streams.WaitActive(s.ctx(), 0); err != nil {
 		t.Errorf("never-reading streams are not cut: %v", err)
 	}
+}
+
+// residentBytes is the process's resident set size (VmRSS), 0 where
+// /proc/self/status does not say.
+func residentBytes() uint64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }
