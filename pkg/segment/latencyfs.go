@@ -1,0 +1,291 @@
+package segment
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// RoundTrip is what one hot-tier call costs on a network file system such
+// as EFS (NFSv4.1): nothing (the client answers from its caches), one
+// read-class round trip, or one durable round trip (the server makes the
+// change durable before it answers).
+type RoundTrip int
+
+// The classes LatencyFS charges.
+const (
+	RoundTripNone    RoundTrip = iota // answered by the client: page cache, attribute cache
+	RoundTripRead                     // LOOKUP/OPEN+GETATTR, READ, READDIR, GETATTR
+	RoundTripDurable                  // COMMIT, WRITE+COMMIT at close, SETATTR, CREATE, REMOVE, MKDIR
+	numRoundTrips
+)
+
+// RoundTrips lists the classes that cost a round trip: read, durable.
+var RoundTrips = []RoundTrip{RoundTripRead, RoundTripDurable}
+
+// String is the class's metric label: none, read, durable.
+func (r RoundTrip) String() string {
+	switch r {
+	case RoundTripNone:
+		return "none"
+	case RoundTripRead:
+		return "read"
+	case RoundTripDurable:
+		return "durable"
+	}
+	return "unknown"
+}
+
+// LatencyProfile is the latency LatencyFS charges per round trip of each
+// class. The zero value charges nothing (profile "none").
+type LatencyProfile struct {
+	Name    string
+	Read    time.Duration
+	Durable time.Duration
+}
+
+// The named profiles. docs/benchmarks.md gives the figures' sources.
+var latencyProfiles = []LatencyProfile{
+	{Name: "none"},
+	// EFS General Purpose, Regional: about 1 ms per read operation,
+	// 2.7 ms per write operation.
+	{Name: "efs-regional", Read: time.Millisecond, Durable: 2700 * time.Microsecond},
+	// EFS General Purpose, One Zone: 250 µs and 1.6 ms.
+	{Name: "efs-onezone", Read: 250 * time.Microsecond, Durable: 1600 * time.Microsecond},
+}
+
+// LatencyProfileNames lists the names ParseLatencyProfile takes.
+func LatencyProfileNames() []string {
+	names := make([]string, len(latencyProfiles))
+	for i, p := range latencyProfiles {
+		names[i] = p.Name
+	}
+	return names
+}
+
+// ParseLatencyProfile returns the named profile: none, efs-regional or
+// efs-onezone (any case). An empty name is none.
+func ParseLatencyProfile(name string) (LatencyProfile, error) {
+	if name == "" {
+		return latencyProfiles[0], nil
+	}
+	for _, p := range latencyProfiles {
+		if strings.EqualFold(p.Name, name) {
+			return p, nil
+		}
+	}
+	return LatencyProfile{}, fmt.Errorf("unknown hot-tier latency profile %q (want %s)", name, strings.Join(LatencyProfileNames(), ", "))
+}
+
+// String is the profile's name ("none" for the zero value).
+func (p LatencyProfile) String() string {
+	if p.Name == "" {
+		return latencyProfiles[0].Name
+	}
+	return p.Name
+}
+
+// Charges reports whether the profile charges any latency.
+func (p LatencyProfile) Charges() bool { return p.Read > 0 || p.Durable > 0 }
+
+// Latency is what one round trip of class r costs.
+func (p LatencyProfile) Latency(r RoundTrip) time.Duration {
+	switch r {
+	case RoundTripRead:
+		return p.Read
+	case RoundTripDurable:
+		return p.Durable
+	}
+	return 0
+}
+
+// RoundTripCounters counts the round trips LatencyFS charged, by class,
+// and the latency charged. The zero value is ready; it is safe for
+// concurrent use.
+type RoundTripCounters struct {
+	n       [numRoundTrips]atomic.Int64
+	charged atomic.Int64 // nanoseconds
+}
+
+// Calls is the number of round trips of class r charged.
+func (c *RoundTripCounters) Calls(r RoundTrip) int64 {
+	if r < 0 || r >= numRoundTrips {
+		return 0
+	}
+	return c.n[r].Load()
+}
+
+// Charged is the total latency charged.
+func (c *RoundTripCounters) Charged() time.Duration { return time.Duration(c.charged.Load()) }
+
+// LatencyFS wraps inner so that each call, on it and on the files it
+// opens, first waits (through sleep; time.Sleep if nil) the latency its
+// round-trip class costs under p, and is counted in c (which may be nil).
+//
+// The classes, for an NFSv4.1 client with close-to-open consistency:
+//
+//   - OpenFile of an existing file: read (OPEN with GETATTR, one compound);
+//     with O_TRUNC, durable. One that creates the file: durable (CREATE).
+//     A failed open: read.
+//   - ReadAt: read, every call (the client's page cache is not modelled:
+//     the data was usually written by another client, and close-to-open
+//     revalidates the cache at every open).
+//   - WriteAt: none; the bytes wait in the client's page cache and the
+//     file is dirty.
+//   - Sync: durable (COMMIT) if the file is dirty, else none.
+//   - Close: durable if the file is dirty (the flush WRITE+COMMIT that
+//     close-to-open requires), else none (NFSv4 CLOSE is sent without
+//     waiting).
+//   - Truncate: durable (SETATTR).
+//   - Stat of an open file: none (attributes cached since the open).
+//   - Stat by name, ReadDir: read (LOOKUP+GETATTR, READDIR).
+//   - Remove, RemoveAll: durable, once per call (RemoveAll of a tree costs
+//     more on a real server).
+//   - MkdirAll: read if the directory exists, else read and durable
+//     (once, however many levels it creates).
+//   - SyncDir: read (the directory's LOOKUP; directory changes are already
+//     durable on the server, so its fsync sends nothing).
+//
+// A large ReadAt or WriteAt costs one round trip here whatever its size:
+// the profile charges latency, not throughput.
+//
+// To learn whether an O_CREATE open creates the file, LatencyFS first
+// opens without O_CREATE (uncharged) and, if the file is absent, again
+// with it; MkdirAll stats the directory first. So the inner file system
+// sees one more call when a file is created.
+func LatencyFS(inner FS, p LatencyProfile, c *RoundTripCounters, sleep func(time.Duration)) FS {
+	if sleep == nil {
+		sleep = time.Sleep
+	}
+	if c == nil {
+		c = &RoundTripCounters{}
+	}
+	return &latencyFS{inner: inner, p: p, c: c, sleep: sleep}
+}
+
+type latencyFS struct {
+	inner FS
+	p     LatencyProfile
+	c     *RoundTripCounters
+	sleep func(time.Duration)
+}
+
+func (f *latencyFS) charge(r RoundTrip) {
+	if r == RoundTripNone {
+		return
+	}
+	f.c.n[r].Add(1)
+	d := f.p.Latency(r)
+	if d <= 0 {
+		return
+	}
+	f.c.charged.Add(int64(d))
+	f.sleep(d)
+}
+
+func (f *latencyFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+	class := RoundTripRead
+	if flag&os.O_TRUNC != 0 {
+		class = RoundTripDurable
+	}
+	var file File
+	var err error
+	switch {
+	case flag&os.O_CREATE != 0 && flag&os.O_EXCL != 0:
+		file, err = f.inner.OpenFile(name, flag, perm)
+		if err == nil {
+			class = RoundTripDurable
+		}
+	case flag&os.O_CREATE != 0:
+		file, err = f.inner.OpenFile(name, flag&^os.O_CREATE, perm)
+		if errors.Is(err, fs.ErrNotExist) {
+			file, err = f.inner.OpenFile(name, flag, perm)
+			if err == nil {
+				class = RoundTripDurable
+			}
+		}
+	default:
+		file, err = f.inner.OpenFile(name, flag, perm)
+	}
+	if err != nil {
+		f.charge(RoundTripRead)
+		return nil, err
+	}
+	f.charge(class)
+	return &latencyFile{File: file, fs: f}, nil
+}
+
+func (f *latencyFS) Remove(name string) error {
+	f.charge(RoundTripDurable)
+	return f.inner.Remove(name)
+}
+
+func (f *latencyFS) RemoveAll(name string) error {
+	f.charge(RoundTripDurable)
+	return f.inner.RemoveAll(name)
+}
+
+func (f *latencyFS) ReadDir(name string) ([]os.DirEntry, error) {
+	f.charge(RoundTripRead)
+	return f.inner.ReadDir(name)
+}
+
+func (f *latencyFS) Stat(name string) (os.FileInfo, error) {
+	f.charge(RoundTripRead)
+	return f.inner.Stat(name)
+}
+
+func (f *latencyFS) MkdirAll(name string, perm os.FileMode) error {
+	f.charge(RoundTripRead)
+	if fi, err := f.inner.Stat(name); err == nil && fi.IsDir() {
+		return nil
+	}
+	f.charge(RoundTripDurable)
+	return f.inner.MkdirAll(name, perm)
+}
+
+func (f *latencyFS) SyncDir(name string) error {
+	f.charge(RoundTripRead)
+	return f.inner.SyncDir(name)
+}
+
+// latencyFile is a file LatencyFS opened; dirty is set by WriteAt and
+// cleared by a Sync or Close that flushed it.
+type latencyFile struct {
+	File
+	fs    *latencyFS
+	dirty atomic.Bool
+}
+
+func (f *latencyFile) ReadAt(p []byte, off int64) (int, error) {
+	f.fs.charge(RoundTripRead)
+	return f.File.ReadAt(p, off)
+}
+
+func (f *latencyFile) WriteAt(p []byte, off int64) (int, error) {
+	f.dirty.Store(true)
+	return f.File.WriteAt(p, off)
+}
+
+func (f *latencyFile) Sync() error {
+	if f.dirty.Swap(false) {
+		f.fs.charge(RoundTripDurable)
+	}
+	return f.File.Sync()
+}
+
+func (f *latencyFile) Truncate(size int64) error {
+	f.fs.charge(RoundTripDurable)
+	return f.File.Truncate(size)
+}
+
+func (f *latencyFile) Close() error {
+	if f.dirty.Swap(false) {
+		f.fs.charge(RoundTripDurable)
+	}
+	return f.File.Close()
+}

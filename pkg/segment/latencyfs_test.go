@@ -1,0 +1,158 @@
+package segment
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestLatencyFSCharges: each call waits the latency of its class, through
+// the injected sleep (nothing is timed), and is counted by class.
+func TestLatencyFSCharges(t *testing.T) {
+	const read, durable = 3 * time.Millisecond, 7 * time.Millisecond
+	p := LatencyProfile{Name: "test", Read: read, Durable: durable}
+	var slept []time.Duration
+	var c RoundTripCounters
+	fsys := LatencyFS(OSFS{}, p, &c, func(d time.Duration) { slept = append(slept, d) })
+	dir := filepath.Join(t.TempDir(), "a", "b")
+	name := filepath.Join(dir, "f")
+	var f File
+
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps := []struct {
+		what string
+		do   func()
+		want []time.Duration
+	}{
+		{"MkdirAll of a new directory", func() { must(fsys.MkdirAll(dir, 0o755)) }, []time.Duration{read, durable}},
+		{"MkdirAll of an existing directory", func() { must(fsys.MkdirAll(dir, 0o755)) }, []time.Duration{read}},
+		{"OpenFile that creates", func() {
+			var err error
+			f, err = fsys.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+			must(err)
+		}, []time.Duration{durable}},
+		{"WriteAt", func() { _, err := f.WriteAt([]byte("hello"), 0); must(err) }, nil},
+		{"Sync of a dirty file", func() { must(f.Sync()) }, []time.Duration{durable}},
+		{"Sync of a clean file", func() { must(f.Sync()) }, nil},
+		{"ReadAt", func() { var b [5]byte; _, err := f.ReadAt(b[:], 0); must(err) }, []time.Duration{read}},
+		{"Stat of an open file", func() { _, err := f.Stat(); must(err) }, nil},
+		{"Truncate", func() { must(f.Truncate(3)) }, []time.Duration{durable}},
+		{"Close of a clean file", func() { must(f.Close()) }, nil},
+		{"OpenFile O_CREATE of an existing file", func() {
+			var err error
+			f, err = fsys.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+			must(err)
+		}, []time.Duration{read}},
+		{"WriteAt again", func() { _, err := f.WriteAt([]byte("x"), 3); must(err) }, nil},
+		{"Close of a dirty file", func() { must(f.Close()) }, []time.Duration{durable}},
+		{"OpenFile O_EXCL of an existing file (fails)", func() {
+			if _, err := fsys.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644); err == nil {
+				t.Fatal("O_EXCL open of an existing file succeeded")
+			}
+		}, []time.Duration{read}},
+		{"OpenFile O_EXCL that creates", func() {
+			g, err := fsys.OpenFile(name+"2", os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+			must(err)
+			must(g.Close())
+		}, []time.Duration{durable}},
+		{"OpenFile O_TRUNC of an existing file", func() {
+			g, err := fsys.OpenFile(name+"2", os.O_RDWR|os.O_TRUNC, 0o644)
+			must(err)
+			must(g.Close())
+		}, []time.Duration{durable}},
+		{"OpenFile of a missing file (fails)", func() {
+			if _, err := fsys.OpenFile(name+"3", os.O_RDONLY, 0); err == nil {
+				t.Fatal("open of a missing file succeeded")
+			}
+		}, []time.Duration{read}},
+		{"Stat", func() { _, err := fsys.Stat(name); must(err) }, []time.Duration{read}},
+		{"ReadDir", func() { _, err := fsys.ReadDir(dir); must(err) }, []time.Duration{read}},
+		{"SyncDir", func() { must(fsys.SyncDir(dir)) }, []time.Duration{read}},
+		{"Remove", func() { must(fsys.Remove(name)) }, []time.Duration{durable}},
+		{"RemoveAll", func() { must(fsys.RemoveAll(dir)) }, []time.Duration{durable}},
+	}
+	var total time.Duration
+	counts := map[time.Duration]int64{}
+	for _, s := range steps {
+		slept = nil
+		s.do()
+		if !slices.Equal(slept, s.want) {
+			t.Errorf("%s: slept %v, want %v", s.what, slept, s.want)
+		}
+		for _, d := range s.want {
+			total += d
+			counts[d]++
+		}
+	}
+	if c.Calls(RoundTripRead) != counts[read] || c.Calls(RoundTripDurable) != counts[durable] || c.Calls(RoundTripNone) != 0 {
+		t.Errorf("counted read %d, durable %d, none %d; want %d, %d, 0",
+			c.Calls(RoundTripRead), c.Calls(RoundTripDurable), c.Calls(RoundTripNone), counts[read], counts[durable])
+	}
+	if c.Charged() != total {
+		t.Errorf("charged %v, want %v", c.Charged(), total)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the calls did not reach the disk: %s after RemoveAll: %v", dir, err)
+	}
+}
+
+// TestLatencyFSNone: the none profile counts round trips and sleeps not at
+// all.
+func TestLatencyFSNone(t *testing.T) {
+	var c RoundTripCounters
+	fsys := LatencyFS(OSFS{}, LatencyProfile{}, &c, func(d time.Duration) { t.Errorf("slept %v under profile none", d) })
+	f, err := fsys.OpenFile(filepath.Join(t.TempDir(), "f"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("x"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if c.Calls(RoundTripDurable) != 2 || c.Charged() != 0 {
+		t.Errorf("durable %d, charged %v; want 2 (create, flushing close) and 0", c.Calls(RoundTripDurable), c.Charged())
+	}
+}
+
+func TestParseLatencyProfile(t *testing.T) {
+	for _, k := range []struct {
+		in            string
+		name          string
+		read, durable time.Duration
+	}{
+		{"", "none", 0, 0},
+		{"none", "none", 0, 0},
+		{"efs-regional", "efs-regional", time.Millisecond, 2700 * time.Microsecond},
+		{"EFS-Regional", "efs-regional", time.Millisecond, 2700 * time.Microsecond},
+		{"efs-onezone", "efs-onezone", 250 * time.Microsecond, 1600 * time.Microsecond},
+	} {
+		p, err := ParseLatencyProfile(k.in)
+		if err != nil || p.String() != k.name || p.Read != k.read || p.Durable != k.durable {
+			t.Errorf("ParseLatencyProfile(%q) = %+v, %v; want %s %v/%v", k.in, p, err, k.name, k.read, k.durable)
+		}
+		if p.Charges() != (k.read > 0) {
+			t.Errorf("%q: Charges() = %v", k.in, p.Charges())
+		}
+	}
+	for _, bad := range []string{"efs", "regional", "1ms"} {
+		if _, err := ParseLatencyProfile(bad); err == nil || !strings.Contains(err.Error(), "efs-onezone") {
+			t.Errorf("ParseLatencyProfile(%q): %v, want an error listing the profiles", bad, err)
+		}
+	}
+	if (LatencyProfile{}).String() != "none" || (LatencyProfile{}).Charges() {
+		t.Error("the zero profile is not none")
+	}
+	if RoundTripRead.String() != "read" || RoundTripDurable.String() != "durable" || RoundTripNone.String() != "none" {
+		t.Error("round-trip class names")
+	}
+}
