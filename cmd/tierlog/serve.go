@@ -73,6 +73,8 @@ are synced and leases released.`,
 	o.cfg.BodyReadTimeout = tlserver.DefaultBodyReadTimeout
 	f.Var(offDuration{&o.cfg.BodyReadTimeout}, "body-read-timeout",
 		"how long one request body may take to arrive before it is cut with 408; 0: the server's default, off: no limit")
+	f.Var(latencyFlag{&o.cfg.HotFSLatency}, "hot-fs-latency",
+		"benchmarking and testing: charge each hot-tier file-system call the network latency of its round trip under this profile: none, efs-regional or efs-onezone (docs/benchmarks.md)")
 	f.Var(levelFlag{&o.logLevel}, "log-level", "log level: debug, info, warn or error")
 	f.BoolVar(&o.logJSON, "log-json", false, "log JSON lines instead of text")
 	bindEnv(c)

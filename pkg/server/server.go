@@ -107,6 +107,12 @@ type Config struct {
 	// Lambda functions set it: API Gateway buffers every answer whole.
 	// Everything net/http serves (`tierlog serve`) streams.
 	DisableStreaming bool
+	// HotFSLatency, for benchmarks and tests, charges every hot-tier
+	// file-system call the latency of its network round trip under the
+	// profile (segment.LatencyFS; segment.ParseLatencyProfile names them),
+	// so that a local disk behaves, in time, like EFS. The zero value,
+	// "none", charges nothing.
+	HotFSLatency segment.LatencyProfile
 	// StreamKeepAlive is the longest silence of a stream before a
 	// comment line; 0 (or more than 15s) means api.DefaultKeepAlive.
 	StreamKeepAlive time.Duration
@@ -134,7 +140,11 @@ type Server struct {
 	// HotFS counts the hot tier's file-system calls (broker and compactor
 	// both go through it): tierlog_hot_fs_ops_total.
 	HotFS *segment.FSCounters
-	Cache *tier.Cache
+	// HotFSRoundTrips counts the round trips Config.HotFSLatency charged,
+	// by class (tierlog_hot_fs_round_trips_total); nil when it charges
+	// nothing.
+	HotFSRoundTrips *segment.RoundTripCounters
+	Cache           *tier.Cache
 	// MetaCounters reports the metadata adapter's request counts, if it
 	// keeps them.
 	MetaCounters func() map[string]int64
@@ -244,7 +254,16 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.Objects = objstore.Counting(objects, s.Counters)
 	s.HotFS = &segment.FSCounters{}
-	hotFS := segment.CountingFS(segment.OSFS{}, s.HotFS)
+	var hotFS segment.FS = segment.OSFS{}
+	if cfg.HotFSLatency.Charges() {
+		s.HotFSRoundTrips = &segment.RoundTripCounters{}
+		hotFS = segment.LatencyFS(hotFS, cfg.HotFSLatency, s.HotFSRoundTrips, nil)
+		cfg.Logger.Info("hot tier charged network latency", "profile", cfg.HotFSLatency.String(),
+			"read", cfg.HotFSLatency.Read, "durable", cfg.HotFSLatency.Durable)
+	}
+	// Counted outside the latency wrapper: one count per call the broker
+	// or the compactor makes.
+	hotFS = segment.CountingFS(hotFS, s.HotFS)
 	s.Cache = tier.NewCache(cfg.CacheBytes)
 
 	comp, err := compactor.New(compactor.Config{
