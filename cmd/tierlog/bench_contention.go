@@ -629,7 +629,7 @@ func runContentionCell(ctx context.Context, o contentionOpts, e cellEnv, spec ce
 		urls[i] = "http://" + a
 	}
 
-	hc := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 4, IdleConnTimeout: time.Minute}}
+	hc := harnessClient()
 	defer hc.CloseIdleConnections()
 	const topic = "contention"
 	body := fmt.Sprintf(`{"name":%q,"partitions":%d}`, topic, spec.partitions)
@@ -752,6 +752,12 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 		return 0
 	}
 	return sorted[min(len(sorted)-1, int(p*float64(len(sorted))))]
+}
+
+// harnessClient is the HTTP client of the bench harnesses' clients: no
+// retries, a minute per request.
+func harnessClient() *http.Client {
+	return &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 4, IdleConnTimeout: time.Minute}}
 }
 
 // contentionBatch is the JSON body of one produce request.

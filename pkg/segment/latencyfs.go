@@ -122,18 +122,32 @@ func (c *RoundTripCounters) Calls(r RoundTrip) int64 {
 // Charged is the total latency charged.
 func (c *RoundTripCounters) Charged() time.Duration { return time.Duration(c.charged.Load()) }
 
+// Clock is the time LatencyFS reads and waits on.
+type Clock interface {
+	Now() time.Time
+	Sleep(time.Duration)
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time        { return time.Now() }
+func (realClock) Sleep(d time.Duration) { time.Sleep(d) }
+
 // LatencyFS wraps inner so that each call, on it and on the files it
-// opens, first waits (through sleep; time.Sleep if nil) the latency its
-// round-trip class costs under p, and is counted in c (which may be nil).
+// opens, takes at least the latency its round-trip class costs under p:
+// after the inner call, it waits on clk (the real clock if nil) for what
+// is left of that latency, so the local disk's own time is not added to
+// the network's. Each round trip is counted in c (which may be nil), with
+// its full latency as charged.
 //
 // The classes, for an NFSv4.1 client with close-to-open consistency:
 //
 //   - OpenFile of an existing file: read (OPEN with GETATTR, one compound);
 //     with O_TRUNC, durable. One that creates the file: durable (CREATE).
 //     A failed open: read.
-//   - ReadAt: read, every call (the client's page cache is not modelled:
-//     the data was usually written by another client, and close-to-open
-//     revalidates the cache at every open).
+//   - ReadAt: read, every call but one of 0 bytes (the client's page
+//     cache is not modelled: the data was usually written by another
+//     client, and close-to-open revalidates the cache at every open).
 //   - WriteAt: none; the bytes wait in the client's page cache and the
 //     file is dirty.
 //   - Sync: durable (COMMIT) if the file is dirty, else none.
@@ -157,37 +171,46 @@ func (c *RoundTripCounters) Charged() time.Duration { return time.Duration(c.cha
 // opens without O_CREATE (uncharged) and, if the file is absent, again
 // with it; MkdirAll stats the directory first. So the inner file system
 // sees one more call when a file is created.
-func LatencyFS(inner FS, p LatencyProfile, c *RoundTripCounters, sleep func(time.Duration)) FS {
-	if sleep == nil {
-		sleep = time.Sleep
+func LatencyFS(inner FS, p LatencyProfile, c *RoundTripCounters, clk Clock) FS {
+	if clk == nil {
+		clk = realClock{}
 	}
 	if c == nil {
 		c = &RoundTripCounters{}
 	}
-	return &latencyFS{inner: inner, p: p, c: c, sleep: sleep}
+	return &latencyFS{inner: inner, p: p, c: c, clk: clk}
 }
 
 type latencyFS struct {
 	inner FS
 	p     LatencyProfile
 	c     *RoundTripCounters
-	sleep func(time.Duration)
+	clk   Clock
 }
 
-func (f *latencyFS) charge(r RoundTrip) {
-	if r == RoundTripNone {
-		return
+// charge counts round trips of class r (one, or none for RoundTripNone)
+// made by a call that started at start, and waits what is left of their
+// latency.
+func (f *latencyFS) charge(start time.Time, r ...RoundTrip) {
+	var d time.Duration
+	for _, x := range r {
+		if x == RoundTripNone {
+			continue
+		}
+		f.c.n[x].Add(1)
+		d += f.p.Latency(x)
 	}
-	f.c.n[r].Add(1)
-	d := f.p.Latency(r)
 	if d <= 0 {
 		return
 	}
 	f.c.charged.Add(int64(d))
-	f.sleep(d)
+	if left := d - f.clk.Now().Sub(start); left > 0 {
+		f.clk.Sleep(left)
+	}
 }
 
 func (f *latencyFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+	start := f.clk.Now()
 	class := RoundTripRead
 	if flag&os.O_TRUNC != 0 {
 		class = RoundTripDurable
@@ -212,44 +235,45 @@ func (f *latencyFS) OpenFile(name string, flag int, perm os.FileMode) (File, err
 		file, err = f.inner.OpenFile(name, flag, perm)
 	}
 	if err != nil {
-		f.charge(RoundTripRead)
+		f.charge(start, RoundTripRead)
 		return nil, err
 	}
-	f.charge(class)
+	f.charge(start, class)
 	return &latencyFile{File: file, fs: f}, nil
 }
 
 func (f *latencyFS) Remove(name string) error {
-	f.charge(RoundTripDurable)
+	defer f.charge(f.clk.Now(), RoundTripDurable)
 	return f.inner.Remove(name)
 }
 
 func (f *latencyFS) RemoveAll(name string) error {
-	f.charge(RoundTripDurable)
+	defer f.charge(f.clk.Now(), RoundTripDurable)
 	return f.inner.RemoveAll(name)
 }
 
 func (f *latencyFS) ReadDir(name string) ([]os.DirEntry, error) {
-	f.charge(RoundTripRead)
+	defer f.charge(f.clk.Now(), RoundTripRead)
 	return f.inner.ReadDir(name)
 }
 
 func (f *latencyFS) Stat(name string) (os.FileInfo, error) {
-	f.charge(RoundTripRead)
+	defer f.charge(f.clk.Now(), RoundTripRead)
 	return f.inner.Stat(name)
 }
 
 func (f *latencyFS) MkdirAll(name string, perm os.FileMode) error {
-	f.charge(RoundTripRead)
+	start := f.clk.Now()
 	if fi, err := f.inner.Stat(name); err == nil && fi.IsDir() {
+		f.charge(start, RoundTripRead)
 		return nil
 	}
-	f.charge(RoundTripDurable)
+	defer f.charge(start, RoundTripRead, RoundTripDurable)
 	return f.inner.MkdirAll(name, perm)
 }
 
 func (f *latencyFS) SyncDir(name string) error {
-	f.charge(RoundTripRead)
+	defer f.charge(f.clk.Now(), RoundTripRead)
 	return f.inner.SyncDir(name)
 }
 
@@ -262,7 +286,11 @@ type latencyFile struct {
 }
 
 func (f *latencyFile) ReadAt(p []byte, off int64) (int, error) {
-	f.fs.charge(RoundTripRead)
+	class := RoundTripRead
+	if len(p) == 0 {
+		class = RoundTripNone // no system call, let alone a READ
+	}
+	defer f.fs.charge(f.fs.clk.Now(), class)
 	return f.File.ReadAt(p, off)
 }
 
@@ -271,21 +299,26 @@ func (f *latencyFile) WriteAt(p []byte, off int64) (int, error) {
 	return f.File.WriteAt(p, off)
 }
 
-func (f *latencyFile) Sync() error {
+// flushClass is what a Sync or Close costs: a durable round trip if the
+// file has unflushed writes.
+func (f *latencyFile) flushClass() RoundTrip {
 	if f.dirty.Swap(false) {
-		f.fs.charge(RoundTripDurable)
+		return RoundTripDurable
 	}
+	return RoundTripNone
+}
+
+func (f *latencyFile) Sync() error {
+	defer f.fs.charge(f.fs.clk.Now(), f.flushClass())
 	return f.File.Sync()
 }
 
 func (f *latencyFile) Truncate(size int64) error {
-	f.fs.charge(RoundTripDurable)
+	defer f.fs.charge(f.fs.clk.Now(), RoundTripDurable)
 	return f.File.Truncate(size)
 }
 
 func (f *latencyFile) Close() error {
-	if f.dirty.Swap(false) {
-		f.fs.charge(RoundTripDurable)
-	}
+	defer f.fs.charge(f.fs.clk.Now(), f.flushClass())
 	return f.File.Close()
 }

@@ -9,14 +9,32 @@ import (
 	"time"
 )
 
-// TestLatencyFSCharges: each call waits the latency of its class, through
-// the injected sleep (nothing is timed), and is counted by class.
+// fakeClock's time moves by step at each Now, and by what Sleep is asked.
+type fakeClock struct {
+	now   time.Time
+	step  time.Duration
+	slept []time.Duration
+}
+
+func (c *fakeClock) Now() time.Time {
+	t := c.now
+	c.now = c.now.Add(c.step)
+	return t
+}
+
+func (c *fakeClock) Sleep(d time.Duration) {
+	c.slept = append(c.slept, d)
+	c.now = c.now.Add(d)
+}
+
+// TestLatencyFSCharges: each call waits the latency of its class on the
+// injected clock (nothing is timed), and is counted by class.
 func TestLatencyFSCharges(t *testing.T) {
 	const read, durable = 3 * time.Millisecond, 7 * time.Millisecond
 	p := LatencyProfile{Name: "test", Read: read, Durable: durable}
-	var slept []time.Duration
+	clk := &fakeClock{now: time.Unix(1e9, 0)}
 	var c RoundTripCounters
-	fsys := LatencyFS(OSFS{}, p, &c, func(d time.Duration) { slept = append(slept, d) })
+	fsys := LatencyFS(OSFS{}, p, &c, clk)
 	dir := filepath.Join(t.TempDir(), "a", "b")
 	name := filepath.Join(dir, "f")
 	var f File
@@ -32,7 +50,7 @@ func TestLatencyFSCharges(t *testing.T) {
 		do   func()
 		want []time.Duration
 	}{
-		{"MkdirAll of a new directory", func() { must(fsys.MkdirAll(dir, 0o755)) }, []time.Duration{read, durable}},
+		{"MkdirAll of a new directory", func() { must(fsys.MkdirAll(dir, 0o755)) }, []time.Duration{read + durable}},
 		{"MkdirAll of an existing directory", func() { must(fsys.MkdirAll(dir, 0o755)) }, []time.Duration{read}},
 		{"OpenFile that creates", func() {
 			var err error
@@ -43,6 +61,7 @@ func TestLatencyFSCharges(t *testing.T) {
 		{"Sync of a dirty file", func() { must(f.Sync()) }, []time.Duration{durable}},
 		{"Sync of a clean file", func() { must(f.Sync()) }, nil},
 		{"ReadAt", func() { var b [5]byte; _, err := f.ReadAt(b[:], 0); must(err) }, []time.Duration{read}},
+		{"ReadAt of 0 bytes", func() { _, err := f.ReadAt(nil, 0); must(err) }, nil},
 		{"Stat of an open file", func() { _, err := f.Stat(); must(err) }, nil},
 		{"Truncate", func() { must(f.Truncate(3)) }, []time.Duration{durable}},
 		{"Close of a clean file", func() { must(f.Close()) }, nil},
@@ -80,16 +99,18 @@ func TestLatencyFSCharges(t *testing.T) {
 		{"RemoveAll", func() { must(fsys.RemoveAll(dir)) }, []time.Duration{durable}},
 	}
 	var total time.Duration
-	counts := map[time.Duration]int64{}
+	counts := map[time.Duration]int64{read: 1, durable: 1} // MkdirAll's, in one wait
 	for _, s := range steps {
-		slept = nil
+		clk.slept = nil
 		s.do()
-		if !slices.Equal(slept, s.want) {
-			t.Errorf("%s: slept %v, want %v", s.what, slept, s.want)
+		if !slices.Equal(clk.slept, s.want) {
+			t.Errorf("%s: slept %v, want %v", s.what, clk.slept, s.want)
 		}
 		for _, d := range s.want {
 			total += d
-			counts[d]++
+			if d != read+durable {
+				counts[d]++
+			}
 		}
 	}
 	if c.Calls(RoundTripRead) != counts[read] || c.Calls(RoundTripDurable) != counts[durable] || c.Calls(RoundTripNone) != 0 {
@@ -104,11 +125,43 @@ func TestLatencyFSCharges(t *testing.T) {
 	}
 }
 
+// TestLatencyFSLocalTime: the time the inner call took counts toward the
+// latency; only the rest is waited, and nothing when the call took longer.
+func TestLatencyFSLocalTime(t *testing.T) {
+	p := LatencyProfile{Name: "test", Read: time.Millisecond, Durable: 5 * time.Millisecond}
+	clk := &fakeClock{now: time.Unix(1e9, 0), step: 2 * time.Millisecond} // each call takes 2 ms
+	var c RoundTripCounters
+	fsys := LatencyFS(OSFS{}, p, &c, clk)
+	name := filepath.Join(t.TempDir(), "f")
+	f, err := fsys.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644) // durable: 5 ms, 2 of them spent
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fsys.Stat(name); err != nil { // read: 1 ms, less than the call took
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if want := []time.Duration{3 * time.Millisecond}; !slices.Equal(clk.slept, want) {
+		t.Errorf("slept %v, want %v", clk.slept, want)
+	}
+	if c.Charged() != 6*time.Millisecond {
+		t.Errorf("charged %v, want the profile's 6ms", c.Charged())
+	}
+}
+
+// noSleep fails the test if it is asked to wait.
+type noSleep struct{ t *testing.T }
+
+func (noSleep) Now() time.Time          { return time.Unix(1e9, 0) }
+func (c noSleep) Sleep(d time.Duration) { c.t.Errorf("slept %v under profile none", d) }
+
 // TestLatencyFSNone: the none profile counts round trips and sleeps not at
 // all.
 func TestLatencyFSNone(t *testing.T) {
 	var c RoundTripCounters
-	fsys := LatencyFS(OSFS{}, LatencyProfile{}, &c, func(d time.Duration) { t.Errorf("slept %v under profile none", d) })
+	fsys := LatencyFS(OSFS{}, LatencyProfile{}, &c, noSleep{t})
 	f, err := fsys.OpenFile(filepath.Join(t.TempDir(), "f"), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		t.Fatal(err)
