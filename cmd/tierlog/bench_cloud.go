@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -797,6 +798,7 @@ type rateRow struct {
 	Batch                  int
 	Requests               float64 // a month
 	Bill                   bill
+	EFSProvisioned         float64 // Provisioned throughput for the EFS traffic, in place of Bill.EFS
 	KinesisOD, KinesisProv float64
 }
 
@@ -831,8 +833,10 @@ func (r *cloudResult) rateTable() []rateRow {
 				u.EFSReadBytes = (per.EFSReadBytes - float64(t.FSReadBytes)/t.mib()*cellRec/(1<<20)) + float64(t.FSReadBytes)/t.mib()*batchBytes/(1<<20)
 			}
 			od, prov := listPrices.kinesisMonth(mbps, r.o.recBytes, 0)
-			rows = append(rows, rateRow{MBps: mbps, Batch: batch, Requests: n, Bill: listPrices.cost(u.scaled(n), float64(r.o.memoryMB)),
-				KinesisOD: od, KinesisProv: prov})
+			month := u.scaled(n)
+			efsMBps := math.Ceil((month.EFSWriteBytes + month.EFSReadBytes) / secondsMonth / (1 << 20))
+			rows = append(rows, rateRow{MBps: mbps, Batch: batch, Requests: n, Bill: listPrices.cost(month, float64(r.o.memoryMB)),
+				EFSProvisioned: efsMBps * listPrices.EFSProvMBsMonth, KinesisOD: od, KinesisProv: prov})
 		}
 	}
 	return rows
@@ -863,14 +867,14 @@ func fmtDurs(ds []time.Duration) string {
 }
 
 var cloudHeader = []string{"writers x partitions", "ok req/s per partition", "p50", "p99", "503 share",
-	"hot FS ops/ok", "durable EFS round trips/ok", "read EFS round trips/ok", "EFS latency charged/ok",
+	"hot FS ops/ok", "durable EFS round trips/ok", "read EFS round trips/ok", "EFS latency/ok, charged (taken)",
 	"DDB writes/ok", "DDB reads/ok", "first produce, cold process", "$ per M produces", "$ per GB"}
 
 func (r *cloudResult) row(c *contentionCell) []string {
 	perM, perGB := r.money(c)
 	charged := "-"
 	if c.OK > 0 && c.Charged > 0 {
-		charged = fmtLat(c.Charged / time.Duration(c.OK))
+		charged = fmtLat(c.Charged/time.Duration(c.OK)) + " (" + fmtLat(c.Taken/time.Duration(c.OK)) + ")"
 	}
 	return []string{fmt.Sprintf("%d x %d", c.Writers, c.Partitions),
 		fmt.Sprintf("%.1f", c.okPerSec()/float64(c.Partitions)), fmtLat(c.P50), fmtLat(c.P99), c.share503(),
@@ -993,14 +997,15 @@ func (r *cloudResult) renderSteps(b *strings.Builder, md bool) {
 	if rows := r.rateTable(); len(rows) > 0 {
 		if md {
 			fmt.Fprintf(b, "Cost a month at a rate of %d B records, from the 1 x 1 cell's counts per request (ingest only: no consumer, no storage):\n\n", r.o.recBytes)
-			b.WriteString("| MB/s | records per produce | produces a month | Lambda | API Gateway | DynamoDB | EFS | S3 | tierlog | Kinesis on demand | Kinesis provisioned |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+			b.WriteString("| MB/s | records per produce | produces a month | Lambda | API Gateway | DynamoDB | EFS Elastic | S3 | tierlog | EFS Provisioned instead | tierlog, EFS Provisioned | Kinesis on demand | Kinesis provisioned |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		} else {
 			fmt.Fprintf(b, "Cost a month at a rate of %d B records (ingest only), from the 1 x 1 cell:\n", r.o.recBytes)
 		}
 		for _, x := range rows {
 			cols := []string{strconv.FormatFloat(x.MBps, 'g', -1, 64), strconv.Itoa(x.Batch), fmt.Sprintf("%.3g", x.Requests),
 				fmtMoney(x.Bill.Lambda), fmtMoney(x.Bill.APIGateway), fmtMoney(x.Bill.DynamoDB), fmtMoney(x.Bill.EFS), fmtMoney(x.Bill.S3),
-				fmtMoney(x.Bill.Total()), fmtMoney(x.KinesisOD), fmtMoney(x.KinesisProv)}
+				fmtMoney(x.Bill.Total()), fmtMoney(x.EFSProvisioned), fmtMoney(x.Bill.Total() - x.Bill.EFS + x.EFSProvisioned),
+				fmtMoney(x.KinesisOD), fmtMoney(x.KinesisProv)}
 			if md {
 				fmt.Fprintf(b, "| %s |\n", strings.Join(cols, " | "))
 			} else {

@@ -142,11 +142,12 @@ type contentionCell struct {
 	FSOps   int64
 	FSByOp  map[string]int64
 	FSBytes map[string]int64 // tierlog_hot_fs_bytes_total by direction: read, written
-	// RoundTrips and Charged are the round trips by class (read, durable)
-	// and the latency the profile charged (empty and 0 without one).
-	RoundTrips map[string]int64
-	Charged    time.Duration
-	S3Calls    int64 // requests that reached the S3 endpoint (want 0)
+	// RoundTrips, Charged and Taken are the round trips by class (read,
+	// durable), the latency the profile charged, and the time the charged
+	// calls took (empty and 0 without a profile).
+	RoundTrips     map[string]int64
+	Charged, Taken time.Duration
+	S3Calls        int64 // requests that reached the S3 endpoint (want 0)
 }
 
 func (c *contentionCell) okPerSec() float64 { return float64(c.OK) / c.Elapsed.Seconds() }
@@ -742,7 +743,7 @@ func runContentionCell(ctx context.Context, o contentionOpts, e cellEnv, spec ce
 	for _, v := range c.FSByOp {
 		c.FSOps += v
 	}
-	c.FSBytes, c.RoundTrips, c.Charged = d.fsBytes, d.roundTrips, d.charged
+	c.FSBytes, c.RoundTrips, c.Charged, c.Taken = d.fsBytes, d.roundTrips, d.charged, d.taken
 	return c, nil
 }
 
@@ -793,13 +794,13 @@ var (
 	metaOpsRE    = regexp.MustCompile(`(?m)^tierlog_metadata_requests_total\{op="([a-z]+)"\} (\S+)$`)
 	fsBytesRE    = regexp.MustCompile(`(?m)^tierlog_hot_fs_bytes_total\{direction="([a-z]+)"\} (\S+)$`)
 	roundTripsRE = regexp.MustCompile(`(?m)^tierlog_hot_fs_round_trips_total\{class="([a-z]+)"\} (\S+)$`)
-	chargedRE    = regexp.MustCompile(`(?m)^tierlog_hot_fs_charged_seconds_total() (\S+)$`)
+	latencyRE    = regexp.MustCompile(`(?m)^tierlog_hot_fs_latency_seconds_total\{kind="([a-z]+)"\} (\S+)$`)
 )
 
 // serverCounts are counters of the servers' /metrics, summed over them.
 type serverCounts struct {
 	fsOps, metaOps, fsBytes, roundTrips map[string]int64
-	charged                             time.Duration
+	charged, taken                      time.Duration
 }
 
 // minus is c - before, series by series (zero differences left out).
@@ -815,17 +816,17 @@ func (c serverCounts) minus(before serverCounts) serverCounts {
 	}
 	return serverCounts{fsOps: sub(c.fsOps, before.fsOps), metaOps: sub(c.metaOps, before.metaOps),
 		fsBytes: sub(c.fsBytes, before.fsBytes), roundTrips: sub(c.roundTrips, before.roundTrips),
-		charged: c.charged - before.charged}
+		charged: c.charged - before.charged, taken: c.taken - before.taken}
 }
 
 // scrapeCounts sums, over the servers, tierlog_hot_fs_ops_total by op,
 // tierlog_metadata_requests_total by (lower-case) op,
 // tierlog_hot_fs_bytes_total by direction, and, when the servers charge a
 // latency profile, tierlog_hot_fs_round_trips_total by class and
-// tierlog_hot_fs_charged_seconds_total.
+// tierlog_hot_fs_latency_seconds_total by kind.
 func scrapeCounts(ctx context.Context, hc *http.Client, urls []string) (serverCounts, error) {
 	sc := serverCounts{fsOps: map[string]int64{}, metaOps: map[string]int64{}, fsBytes: map[string]int64{}, roundTrips: map[string]int64{}}
-	charged := map[string]int64{} // nanoseconds
+	latency := map[string]int64{} // nanoseconds
 	for _, u := range urls {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u+"/metrics", nil)
 		if err != nil {
@@ -846,7 +847,7 @@ func scrapeCounts(ctx context.Context, hc *http.Client, urls []string) (serverCo
 			scale    float64
 			optional bool
 		}{{fsOpsRE, sc.fsOps, 1, false}, {metaOpsRE, sc.metaOps, 1, false}, {fsBytesRE, sc.fsBytes, 1, false},
-			{roundTripsRE, sc.roundTrips, 1, true}, {chargedRE, charged, 1e9, true}} {
+			{roundTripsRE, sc.roundTrips, 1, true}, {latencyRE, latency, 1e9, true}} {
 			ms := x.re.FindAllSubmatch(b, -1)
 			if len(ms) == 0 && !x.optional {
 				return sc, fmt.Errorf("scrape %s/metrics: no match for %s (a tierlog binary older than the harness?)", u, x.re)
@@ -860,7 +861,7 @@ func scrapeCounts(ctx context.Context, hc *http.Client, urls []string) (serverCo
 			}
 		}
 	}
-	sc.charged = time.Duration(charged[""])
+	sc.charged, sc.taken = time.Duration(latency["charged"]), time.Duration(latency["taken"])
 	return sc, nil
 }
 

@@ -104,11 +104,11 @@ func (p LatencyProfile) Latency(r RoundTrip) time.Duration {
 }
 
 // RoundTripCounters counts the round trips LatencyFS charged, by class,
-// and the latency charged. The zero value is ready; it is safe for
-// concurrent use.
+// the latency charged, and the time the charged calls took. The zero
+// value is ready; it is safe for concurrent use.
 type RoundTripCounters struct {
-	n       [numRoundTrips]atomic.Int64
-	charged atomic.Int64 // nanoseconds
+	n              [numRoundTrips]atomic.Int64
+	charged, taken atomic.Int64 // nanoseconds
 }
 
 // Calls is the number of round trips of class r charged.
@@ -121,6 +121,11 @@ func (c *RoundTripCounters) Calls(r RoundTrip) int64 {
 
 // Charged is the total latency charged.
 func (c *RoundTripCounters) Charged() time.Duration { return time.Duration(c.charged.Load()) }
+
+// Taken is the time the calls that were charged took, from their start to
+// the end of their wait: the charge, or more (the local call took longer,
+// or the wait overshot).
+func (c *RoundTripCounters) Taken() time.Duration { return time.Duration(c.taken.Load()) }
 
 // Clock is the time LatencyFS reads and waits on.
 type Clock interface {
@@ -207,6 +212,7 @@ func (f *latencyFS) charge(start time.Time, r ...RoundTrip) {
 	if left := d - f.clk.Now().Sub(start); left > 0 {
 		f.clk.Sleep(left)
 	}
+	f.c.taken.Add(int64(f.clk.Now().Sub(start)))
 }
 
 func (f *latencyFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {

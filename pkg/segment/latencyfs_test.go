@@ -117,8 +117,8 @@ func TestLatencyFSCharges(t *testing.T) {
 		t.Errorf("counted read %d, durable %d, none %d; want %d, %d, 0",
 			c.Calls(RoundTripRead), c.Calls(RoundTripDurable), c.Calls(RoundTripNone), counts[read], counts[durable])
 	}
-	if c.Charged() != total {
-		t.Errorf("charged %v, want %v", c.Charged(), total)
+	if c.Charged() != total || c.Taken() != total {
+		t.Errorf("charged %v, taken %v, want %v both", c.Charged(), c.Taken(), total)
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("the calls did not reach the disk: %s after RemoveAll: %v", dir, err)
@@ -148,6 +148,12 @@ func TestLatencyFSLocalTime(t *testing.T) {
 	}
 	if c.Charged() != 6*time.Millisecond {
 		t.Errorf("charged %v, want the profile's 6ms", c.Charged())
+	}
+	// Taken, as this clock tells it: the create 2 ms in the call, 3 waited
+	// and 2 more on the clock read that ends it; the stat 2 in the call and
+	// 2 on that read.
+	if want := (2 + 3 + 2 + 2 + 2) * time.Millisecond; c.Taken() != want {
+		t.Errorf("taken %v, want %v", c.Taken(), want)
 	}
 }
 

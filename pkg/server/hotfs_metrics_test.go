@@ -112,7 +112,7 @@ func TestMetricsHotFSLatency(t *testing.T) {
 			t.Errorf("%s: a produce of 10 bytes wrote %v bytes", profile, w1-w0)
 		}
 		if !profile.Charges() {
-			if strings.Contains(after, "tierlog_hot_fs_round_trips_total") || strings.Contains(after, "tierlog_hot_fs_charged_seconds_total") {
+			if strings.Contains(after, "tierlog_hot_fs_round_trips_total") || strings.Contains(after, "tierlog_hot_fs_latency_seconds_total") {
 				t.Errorf("round-trip series without a latency profile:\n%s", after)
 			}
 		} else {
@@ -122,8 +122,11 @@ func TestMetricsHotFSLatency(t *testing.T) {
 				t.Errorf("%s: a produce charged %v durable round trips, want >= 1", profile, d1-d0)
 			}
 			want := (r1*float64(profile.Read) + d1*float64(profile.Durable)) / float64(time.Second)
-			if got := value(after, "tierlog_hot_fs_charged_seconds_total"); math.Abs(got-want) > 1e-9 {
+			if got := value(after, `tierlog_hot_fs_latency_seconds_total{kind="charged"}`); math.Abs(got-want) > 1e-9 {
 				t.Errorf("%s: charged %v s, want %v s (%v read, %v durable round trips)", profile, got, want, r1, d1)
+			}
+			if got := value(after, `tierlog_hot_fs_latency_seconds_total{kind="taken"}`); got < want {
+				t.Errorf("%s: the charged calls took %v s, less than the %v s charged", profile, got, want)
 			}
 		}
 		ts.Close()

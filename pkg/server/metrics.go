@@ -52,7 +52,7 @@ func newCollector(s *Server) *collector {
 		hotFSOps:         d("hot_fs_ops_total", "Hot-tier file-system calls by operation (EFS operations on the aws backend), failed ones included.", "op"),
 		hotFSBytes:       d("hot_fs_bytes_total", "Bytes moved by hot-tier reads and writes.", "direction"),
 		hotFSRoundTrips:  d("hot_fs_round_trips_total", "Hot-tier network round trips charged by the latency profile (--hot-fs-latency), by class: read or durable.", "class"),
-		hotFSCharged:     d("hot_fs_charged_seconds_total", "Latency charged to hot-tier calls by the latency profile (--hot-fs-latency)."),
+		hotFSCharged:     d("hot_fs_latency_seconds_total", "Latency of the hot-tier calls the latency profile (--hot-fs-latency) charged: as charged, and as taken (the local call and the wait).", "kind"),
 		cacheHits:        d("cache_hits_total", "Cold-tier cache hits."),
 		cacheMisses:      d("cache_misses_total", "Cold-tier cache misses."),
 		cacheEvictions:   d("cache_evictions_total", "Cold-tier cache evictions."),
@@ -108,7 +108,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		for _, r := range segment.RoundTrips {
 			counter(c.hotFSRoundTrips, rt.Calls(r), r.String())
 		}
-		ch <- prometheus.MustNewConstMetric(c.hotFSCharged, prometheus.CounterValue, rt.Charged().Seconds())
+		ch <- prometheus.MustNewConstMetric(c.hotFSCharged, prometheus.CounterValue, rt.Charged().Seconds(), "charged")
+		ch <- prometheus.MustNewConstMetric(c.hotFSCharged, prometheus.CounterValue, rt.Taken().Seconds(), "taken")
 	}
 	cs := c.s.Cache.Stats()
 	counter(c.cacheHits, cs.Hits)
