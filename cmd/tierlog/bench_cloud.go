@@ -791,6 +791,17 @@ func (r *cloudResult) money(c *contentionCell) (perMillion, perGB float64) {
 	return b.Total() / float64(c.OK) * 1e6, b.Total() / rec * gib
 }
 
+// moneyBreakdown is a cell's $ per million produces by service.
+func (r *cloudResult) moneyBreakdown(c *contentionCell) string {
+	if c.OK == 0 {
+		return ""
+	}
+	b := listPrices.cost(r.cellUsage(c), float64(r.o.memoryMB))
+	k := 1e6 / float64(c.OK)
+	return fmt.Sprintf("$ per million produces: Lambda %.3f, API Gateway %.3f, DynamoDB %.3f, EFS %.3f, S3 %.4f",
+		b.Lambda*k, b.APIGateway*k, b.DynamoDB*k, b.EFS*k, b.S3*k)
+}
+
 // rateRow is a month of tierlog at a rate, with batches of some records,
 // from one cell's per-request usage, beside Kinesis.
 type rateRow struct {
@@ -934,8 +945,8 @@ func renderCloudMarkdown(r *cloudResult) string {
 	}
 	b.WriteString("\n")
 	for _, c := range r.Cells {
-		fmt.Fprintf(&b, "- %d x %d: hot FS ops per ok request: %s; DynamoDB per ok request: %s; hot-tier bytes per ok request: %s\n",
-			c.Writers, c.Partitions, byOp(c, c.FSByOp), byOp(c, c.DDBByOp), byOp(c, c.FSBytes))
+		fmt.Fprintf(&b, "- %d x %d: hot FS ops per ok request: %s; DynamoDB per ok request: %s; hot-tier bytes per ok request: %s; %s\n",
+			c.Writers, c.Partitions, byOp(c, c.FSByOp), byOp(c, c.DDBByOp), byOp(c, c.FSBytes), r.moneyBreakdown(c))
 	}
 	b.WriteString("\n")
 	r.renderSteps(&b, true)
@@ -1002,7 +1013,7 @@ func (r *cloudResult) renderSteps(b *strings.Builder, md bool) {
 			fmt.Fprintf(b, "Cost a month at a rate of %d B records (ingest only), from the 1 x 1 cell:\n", r.o.recBytes)
 		}
 		for _, x := range rows {
-			cols := []string{strconv.FormatFloat(x.MBps, 'g', -1, 64), strconv.Itoa(x.Batch), fmt.Sprintf("%.3g", x.Requests),
+			cols := []string{strconv.FormatFloat(x.MBps, 'g', -1, 64), strconv.Itoa(x.Batch), fmt.Sprintf("%.1f M", x.Requests/1e6),
 				fmtMoney(x.Bill.Lambda), fmtMoney(x.Bill.APIGateway), fmtMoney(x.Bill.DynamoDB), fmtMoney(x.Bill.EFS), fmtMoney(x.Bill.S3),
 				fmtMoney(x.Bill.Total()), fmtMoney(x.EFSProvisioned), fmtMoney(x.Bill.Total() - x.Bill.EFS + x.EFSProvisioned),
 				fmtMoney(x.KinesisOD), fmtMoney(x.KinesisProv)}
