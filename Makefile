@@ -61,6 +61,13 @@ bench-contention:
 	$(GO) build -o bin/tierlog ./cmd/tierlog
 	bin/tierlog bench contention $(CONTENTION_ARGS)
 
+## bench-cloud: the write path with EFS, API Gateway and DynamoDB latencies charged, and its cost (tierlog bench cloud; needs make test-deps; CLOUD_ARGS='--markdown --strace 200')
+CLOUD_ARGS ?=
+.PHONY: bench-cloud
+bench-cloud:
+	$(GO) build -o bin/tierlog ./cmd/tierlog
+	bin/tierlog bench cloud $(CLOUD_ARGS)
+
 ## simulate: the deterministic simulation over many seeds (SEEDS=100000 FIRST=1 STEPS=0; no -race; parallel over GOMAXPROCS)
 SEEDS ?= 10000
 FIRST ?= 1

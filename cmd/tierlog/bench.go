@@ -70,7 +70,7 @@ it writes the table, the machine and the command line into a Markdown file
 	f.StringSliceVar(&o.formats, "format", []string{"json", "binary"}, "wire formats for the HTTP workloads")
 	f.StringVar(&o.out, "out", "", "also write the results into this Markdown file (e.g. docs/benchmarks.md)")
 	f.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
-	c.AddCommand(newBenchContentionCmd())
+	c.AddCommand(newBenchContentionCmd(), newBenchCloudCmd())
 	return c
 }
 

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -35,6 +36,7 @@ import (
 
 	"github.com/tierlog/tierlog/internal/testenv"
 	"github.com/tierlog/tierlog/pkg/meta/dynamo"
+	"github.com/tierlog/tierlog/pkg/segment"
 )
 
 // contentionOpts configures `tierlog bench contention`.
@@ -45,11 +47,14 @@ type contentionOpts struct {
 	records     int
 	recordBytes int
 	markdown    bool
-	dynalite    string        // tools/dynalite (holding node_modules/dynalite)
-	hotLatency  string        // the servers' --hot-latency
-	overhead    time.Duration // added to every request: API Gateway and a warm Lambda
-	serverBin   string        // the tierlog binary the servers run; default os.Executable()
+	dynalite    string // tools/dynalite (holding node_modules/dynalite)
+	serverBin   string // the tierlog binary the servers run; default os.Executable()
 	logger      *slog.Logger
+
+	// Set by tierlog bench cloud (zero for bench contention):
+	profile  segment.LatencyProfile // the servers' --hot-fs-latency
+	overhead time.Duration          // the client waits this before each request (API Gateway and Lambda)
+	s3       http.Handler           // the cold tier's S3 endpoint; nil: a stub that refuses every request
 }
 
 func newBenchContentionCmd() *cobra.Command {
@@ -107,17 +112,21 @@ off, so none should come; any that does is reported).`,
 	f.IntVar(&o.records, "records", 10, "records per produce request")
 	f.IntVar(&o.recordBytes, "record-bytes", 100, "bytes per record value")
 	f.BoolVar(&o.markdown, "markdown", false, "print Markdown tables")
-	f.StringVar(&o.hotLatency, "hot-latency", "none", "the servers' hot-tier latency profile: efs-regional, efs-onezone or none")
-	f.DurationVar(&o.overhead, "request-overhead", 0, "added to every request's latency, standing for API Gateway and a warm Lambda (10ms for the cloud profile)")
 	f.StringVar(&o.dynalite, "dynalite", "", "the dynalite install (default tools/dynalite of the repository holding the working directory)")
 	return c
 }
 
 // contentionCell is one measured cell: N writers at one delay.
 type contentionCell struct {
-	Writers int
-	Delay   time.Duration
-	Elapsed time.Duration
+	Writers    int
+	Partitions int // writer i sends to partition i mod Partitions
+	Delay      time.Duration
+	Profile    string        // the hot tier's latency profile
+	Overhead   time.Duration // waited by the client before each request
+	Elapsed    time.Duration
+	// FirstProduce is each process's first produce (a cold process,
+	// alone), overhead included.
+	FirstProduce []time.Duration
 
 	Sent, OK, Unavailable, Other int64         // HTTP answers (Other: any other code or a transport error)
 	P50, P99                     time.Duration // of the 200s
@@ -132,7 +141,13 @@ type contentionCell struct {
 
 	FSOps   int64
 	FSByOp  map[string]int64
-	S3Calls int64 // requests that reached the S3 stub (want 0)
+	FSBytes map[string]int64 // tierlog_hot_fs_bytes_total by direction: read, written
+	// RoundTrips, Charged and Taken are the round trips by class (read,
+	// durable), the latency the profile charged, and the time the charged
+	// calls took (empty and 0 without a profile).
+	RoundTrips     map[string]int64
+	Charged, Taken time.Duration
+	S3Calls        int64 // requests that reached the S3 endpoint (want 0)
 }
 
 func (c *contentionCell) okPerSec() float64 { return float64(c.OK) / c.Elapsed.Seconds() }
@@ -384,13 +399,57 @@ func serveLoopback(h http.Handler) (string, func(), error) {
 // runContention runs every cell and returns them in order (by delay, then
 // writers).
 func runContention(ctx context.Context, o contentionOpts) ([]*contentionCell, error) {
-	if len(o.writers) == 0 || len(o.delays) == 0 || o.duration <= 0 || o.records < 1 || o.recordBytes < 1 {
-		return nil, usagef("--writers and --delay need values, --duration, --records and --record-bytes must be positive")
+	if len(o.writers) == 0 || len(o.delays) == 0 {
+		return nil, usagef("--writers and --delay need values")
 	}
 	for _, n := range o.writers {
 		if n < 1 || n > 256 {
 			return nil, usagef("--writers %d: want 1 to 256", n)
 		}
+	}
+	cl, err := startCluster(ctx, &o)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.close()
+	var cells []*contentionCell
+	for _, d := range o.delays {
+		for _, n := range o.writers {
+			o.logger.Info("contention cell", "writers", n, "dynamodb_delay", d, "duration", o.duration)
+			c, err := runContentionCell(ctx, o, cl.cellEnv(fmt.Sprintf("contention-%d", len(cells))), cellSpec{writers: n, partitions: 1, delay: d})
+			if err != nil {
+				return cells, fmt.Errorf("cell writers=%d delay=%v: %w", n, d, err)
+			}
+			cells = append(cells, c)
+		}
+	}
+	return cells, nil
+}
+
+// cluster is what the cells of a multi-process bench share: dynalite behind
+// the delay proxy, the cold tier's S3 endpoint (counted), the servers'
+// binary and environment, and a temporary directory. close stops them.
+type cluster struct {
+	bin, tmp string
+	env      []string
+	ddbURL   string // dynalite itself, not delayed
+	proxyURL string // the delay proxy in front of it
+	s3URL    string
+	admin    *dynamodb.Client // through ddbURL
+	proxy    *ddbProxy
+	s3Calls  *atomic.Int64
+	closers  []func()
+}
+
+// startCluster checks o's shared settings (filling in its logger) and
+// starts dynalite, the proxy and the S3 endpoint: o.s3, or a stub that
+// refuses every request.
+func startCluster(ctx context.Context, o *contentionOpts) (_ *cluster, err error) {
+	if o.duration <= 0 || o.records < 1 || o.recordBytes < 1 {
+		return nil, usagef("--duration, --records and --record-bytes must be positive")
+	}
+	if o.overhead < 0 {
+		return nil, usagef("--overhead must not be negative")
 	}
 	if o.logger == nil {
 		o.logger = slog.New(slog.DiscardHandler)
@@ -399,47 +458,59 @@ func runContention(ctx context.Context, o contentionOpts) ([]*contentionCell, er
 	if err != nil {
 		return nil, err
 	}
-	bin := o.serverBin
-	if bin == "" {
-		if bin, err = os.Executable(); err != nil {
+	cl := &cluster{bin: o.serverBin, s3Calls: &atomic.Int64{}}
+	defer func() {
+		if err != nil {
+			cl.close()
+		}
+	}()
+	if cl.bin == "" {
+		if cl.bin, err = os.Executable(); err != nil {
 			return nil, err
 		}
 	}
-	tmp, err := os.MkdirTemp("", "tierlog-contention-")
-	if err != nil {
+	if cl.tmp, err = os.MkdirTemp("", "tierlog-contention-"); err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(tmp)
+	cl.closers = append(cl.closers, func() { os.RemoveAll(cl.tmp) })
 
 	ddb, ddbURL, err := startDynaliteFor(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
-	defer ddb.stop()
+	cl.closers = append(cl.closers, ddb.stop)
+	cl.ddbURL = ddbURL
 	target, _ := url.Parse(ddbURL)
-	proxy := newDDBProxy(target)
-	proxyURL, closeProxy, err := serveLoopback(proxy)
+	cl.proxy = newDDBProxy(target)
+	proxyURL, closeProxy, err := serveLoopback(cl.proxy)
 	if err != nil {
 		return nil, err
 	}
-	defer closeProxy()
-	var s3Calls atomic.Int64
+	cl.closers = append(cl.closers, closeProxy)
+	cl.proxyURL = proxyURL
+	s3 := o.s3
+	if s3 == nil {
+		s3 = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/xml")
+			w.WriteHeader(http.StatusNotImplemented)
+			io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>NotImplemented</Code><Message>tierlog bench contention: no cold tier</Message></Error>`)
+		})
+	}
 	s3URL, closeS3, err := serveLoopback(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s3Calls.Add(1)
-		w.Header().Set("Content-Type", "application/xml")
-		w.WriteHeader(http.StatusNotImplemented)
-		io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>NotImplemented</Code><Message>tierlog bench contention: no cold tier</Message></Error>`)
+		cl.s3Calls.Add(1)
+		s3.ServeHTTP(w, r)
 	}))
 	if err != nil {
 		return nil, err
 	}
-	defer closeS3()
-	admin := dynamodb.New(dynamodb.Options{
+	cl.closers = append(cl.closers, closeS3)
+	cl.s3URL = s3URL
+	cl.admin = dynamodb.New(dynamodb.Options{
 		Region: "us-east-1", BaseEndpoint: aws.String(ddbURL),
 		Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
 	})
 
-	env := []string{
+	cl.env = []string{
 		"AWS_ENDPOINT_URL_DYNAMODB=" + proxyURL, "AWS_ENDPOINT_URL_S3=" + s3URL,
 		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test",
 		"AWS_EC2_METADATA_DISABLED=true",
@@ -448,26 +519,23 @@ func runContention(ctx context.Context, o contentionOpts) ([]*contentionCell, er
 		// The servers' settings are the harness's: no AWS_* or TIERLOG_*
 		// of the caller's shell leaks into them.
 		if !strings.HasPrefix(kv, "AWS_") && !strings.HasPrefix(kv, "TIERLOG_") {
-			env = append(env, kv)
+			cl.env = append(cl.env, kv)
 		}
 	}
+	return cl, nil
+}
 
-	var cells []*contentionCell
-	for _, d := range o.delays {
-		for _, n := range o.writers {
-			i := len(cells)
-			o.logger.Info("contention cell", "writers", n, "dynamodb_delay", d, "duration", o.duration)
-			c, err := runContentionCell(ctx, o, cellEnv{
-				bin: bin, env: env, hot: filepath.Join(tmp, fmt.Sprintf("hot-%d", i)),
-				table: fmt.Sprintf("contention-%d", i), admin: admin, proxy: proxy, s3Calls: &s3Calls,
-			}, n, d)
-			if err != nil {
-				return cells, fmt.Errorf("cell writers=%d delay=%v: %w", n, d, err)
-			}
-			cells = append(cells, c)
-		}
+func (cl *cluster) close() {
+	for i := len(cl.closers) - 1; i >= 0; i-- {
+		cl.closers[i]()
 	}
-	return cells, nil
+	cl.closers = nil
+}
+
+// cellEnv is a fresh table and hot dir, both named name, in the cluster.
+func (cl *cluster) cellEnv(name string) cellEnv {
+	return cellEnv{bin: cl.bin, env: cl.env, hot: filepath.Join(cl.tmp, "hot-"+name), table: name,
+		admin: cl.admin, proxy: cl.proxy, s3Calls: cl.s3Calls}
 }
 
 type cellEnv struct {
@@ -478,7 +546,50 @@ type cellEnv struct {
 	s3Calls         *atomic.Int64
 }
 
-func runContentionCell(ctx context.Context, o contentionOpts, e cellEnv, n int, delay time.Duration) (*contentionCell, error) {
+// startServer starts one `tierlog serve --backend aws` in Lambda mode (the
+// lease released after every batch) on the cell's table and hot dir, with
+// the hot tier's latency profile; the compactor is off. With wrap, the
+// server runs under that command (wrap[0] with wrap[1:] before the
+// server's own command line).
+func (e cellEnv) startServer(name string, o contentionOpts, wrap ...string) (*child, error) {
+	args := []string{"serve", "--backend", "aws",
+		"--listen", "127.0.0.1:0", "--hot-dir", e.hot, "--table", e.table, "--bucket", benchBucket,
+		"--compact-interval", "off", "--log-level", "info"}
+	if o.profile.Charges() {
+		args = append(args, "--hot-fs-latency", o.profile.String())
+	}
+	if len(wrap) > 0 {
+		return startChild(name, e.env, wrap[0], slices.Concat(wrap[1:], []string{e.bin}, args)...)
+	}
+	return startChild(name, e.env, e.bin, args...)
+}
+
+// benchBucket is the S3 bucket the bench servers name.
+const benchBucket = "contention"
+
+// cellSpec is one cell: writers processes, each with one client sending to
+// partition i mod partitions of a fresh topic, DynamoDB delay delay.
+type cellSpec struct {
+	writers, partitions int
+	delay               time.Duration
+}
+
+// sleepOverhead stands for API Gateway and a warm Lambda in front of each
+// request: the client waits d before sending.
+func sleepOverhead(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+func runContentionCell(ctx context.Context, o contentionOpts, e cellEnv, spec cellSpec) (*contentionCell, error) {
+	n := spec.writers
 	if err := dynamo.CreateTable(ctx, e.admin, e.table); err != nil {
 		return nil, fmt.Errorf("create table: %w", err)
 	}
@@ -486,11 +597,13 @@ func runContentionCell(ctx context.Context, o contentionOpts, e cellEnv, n int, 
 		return nil, err
 	}
 	defer os.RemoveAll(e.hot)
-	e.proxy.delay.Store(int64(delay))
+	e.proxy.delay.Store(int64(spec.delay))
 
-	// Start the servers together; stop them all whatever happens.
-	procs := make([]*child, n)
-	urls := make([]string, n)
+	// Start the servers, and one more process that creates the topic (so
+	// that every server's first produce is that of a cold process); stop
+	// them all whatever happens.
+	procs := make([]*child, n+1)
+	urls := make([]string, n+1)
 	defer func() {
 		for _, p := range procs {
 			if p != nil {
@@ -499,9 +612,11 @@ func runContentionCell(ctx context.Context, o contentionOpts, e cellEnv, n int, 
 		}
 	}()
 	for i := range procs {
-		p, err := startChild(fmt.Sprintf("server %d", i), e.env, e.bin, "serve", "--backend", "aws",
-			"--listen", "127.0.0.1:0", "--hot-dir", e.hot, "--table", e.table, "--bucket", "contention",
-			"--compact-interval", "off", "--log-level", "info", "--hot-latency", o.hotLatency)
+		name := fmt.Sprintf("server %d", i)
+		if i == n {
+			name = "admin server"
+		}
+		p, err := e.startServer(name, o)
 		if err != nil {
 			return nil, err
 		}
@@ -515,32 +630,42 @@ func runContentionCell(ctx context.Context, o contentionOpts, e cellEnv, n int, 
 		urls[i] = "http://" + a
 	}
 
-	hc := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 4, IdleConnTimeout: time.Minute}}
+	hc := harnessClient()
 	defer hc.CloseIdleConnections()
 	const topic = "contention"
-	code, body, err := httpDo(ctx, hc, http.MethodPost, urls[0]+"/v1/topics", []byte(`{"name":"`+topic+`","partitions":1}`))
+	body := fmt.Sprintf(`{"name":%q,"partitions":%d}`, topic, spec.partitions)
+	code, rb, err := httpDo(ctx, hc, http.MethodPost, urls[n]+"/v1/topics", []byte(body))
 	if err != nil || code != http.StatusCreated {
-		return nil, fmt.Errorf("create topic: %d %v %s", code, err, body)
+		return nil, fmt.Errorf("create topic: %d %v %s", code, err, rb)
 	}
+	procs[n].stop()
+	procs, urls = procs[:n], urls[:n]
+
 	payload := contentionBatch(o.records, o.recordBytes)
-	produceURL := func(i int) string { return urls[i] + "/v1/topics/" + topic + "/partitions/0/records" }
+	produceURL := func(i int) string {
+		return fmt.Sprintf("%s/v1/topics/%s/partitions/%d/records", urls[i], topic, i%spec.partitions)
+	}
+	c := &contentionCell{Writers: n, Partitions: spec.partitions, Delay: spec.delay, Profile: o.profile.String(), Overhead: o.overhead}
 	// Warm up each process alone (topic and partition metadata, the
-	// partition's files), so that the cell measures steady state.
+	// partition's files), so that the cell measures steady state; this
+	// first produce of a cold process is timed apart.
 	for i := range urls {
+		t0 := time.Now()
+		sleepOverhead(ctx, o.overhead)
 		code, body, err := httpDo(ctx, hc, http.MethodPost, produceURL(i), payload)
 		if err != nil || code != http.StatusOK {
 			return nil, fmt.Errorf("warm-up produce on server %d: %d %v %s", i, code, err, body)
 		}
+		c.FirstProduce = append(c.FirstProduce, time.Since(t0))
 	}
 
 	calls0, failed0 := e.proxy.snapshot()
-	fs0, meta0, err := scrapeCounts(ctx, hc, urls)
+	sc0, err := scrapeCounts(ctx, hc, urls)
 	if err != nil {
 		return nil, err
 	}
 	s30 := e.s3Calls.Load()
 
-	c := &contentionCell{Writers: n, Delay: delay}
 	lats := make([][]time.Duration, n)
 	var sent, ok, unavail, other atomic.Int64
 	cctx, cancel := context.WithCancel(ctx)
@@ -555,9 +680,7 @@ func runContentionCell(ctx context.Context, o contentionOpts, e cellEnv, n int, 
 			u := produceURL(i)
 			for time.Now().Before(deadline) && cctx.Err() == nil {
 				t0 := time.Now()
-				if o.overhead > 0 { // the gateway and the function before the server
-					time.Sleep(o.overhead)
-				}
+				sleepOverhead(cctx, o.overhead)
 				code, _, err := httpDo(cctx, hc, http.MethodPost, u, payload)
 				if cctx.Err() != nil {
 					return // interrupted: not an answer
@@ -583,7 +706,7 @@ func runContentionCell(ctx context.Context, o contentionOpts, e cellEnv, n int, 
 		return nil, err
 	}
 	calls1, failed1 := e.proxy.snapshot()
-	fs1, meta1, err := scrapeCounts(ctx, hc, urls)
+	sc1, err := scrapeCounts(ctx, hc, urls)
 	if err != nil {
 		return nil, err
 	}
@@ -591,13 +714,7 @@ func runContentionCell(ctx context.Context, o contentionOpts, e cellEnv, n int, 
 	c.Sent, c.OK, c.Unavailable, c.Other = sent.Load(), ok.Load(), unavail.Load(), other.Load()
 	all := slices.Concat(lats...)
 	slices.Sort(all)
-	pct := func(p float64) time.Duration {
-		if len(all) == 0 {
-			return 0
-		}
-		return all[min(len(all)-1, int(p*float64(len(all))))]
-	}
-	c.P50, c.P99 = pct(0.50), pct(0.99)
+	c.P50, c.P99 = percentile(all, 0.50), percentile(all, 0.99)
 	c.DDBByOp = map[string]int64{}
 	for op, v := range calls1 {
 		d := v - calls0[op]
@@ -615,25 +732,33 @@ func runContentionCell(ctx context.Context, o contentionOpts, e cellEnv, n int, 
 			c.DDBOther += d
 		}
 	}
-	c.ServerDDB = map[string]int64{}
-	for op, v := range meta1 {
-		if d := v - meta0[op]; d != 0 {
-			c.ServerDDB[op] = d
-		}
-	}
+	d := sc1.minus(sc0)
+	c.ServerDDB = d.metaOps
 	for op, v := range c.DDBByOp {
 		if got := c.ServerDDB[strings.ToLower(op)]; got != v {
 			o.logger.Warn("the proxy and the servers count DynamoDB requests differently", "op", op, "proxy", v, "servers", got)
 		}
 	}
-	c.FSByOp = map[string]int64{}
-	for op, v := range fs1 {
-		if d := v - fs0[op]; d != 0 {
-			c.FSByOp[op] = d
-			c.FSOps += d
-		}
+	c.FSByOp = d.fsOps
+	for _, v := range c.FSByOp {
+		c.FSOps += v
 	}
+	c.FSBytes, c.RoundTrips, c.Charged, c.Taken = d.fsBytes, d.roundTrips, d.charged, d.taken
 	return c, nil
+}
+
+// percentile is the p-quantile of sorted (0 if empty).
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, int(p*float64(len(sorted))))]
+}
+
+// harnessClient is the HTTP client of the bench harnesses' clients: no
+// retries, a minute per request.
+func harnessClient() *http.Client {
+	return &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 4, IdleConnTimeout: time.Minute}}
 }
 
 // contentionBatch is the JSON body of one produce request.
@@ -665,46 +790,79 @@ func httpDo(ctx context.Context, hc *http.Client, method, u string, body []byte)
 }
 
 var (
-	fsOpsRE   = regexp.MustCompile(`(?m)^tierlog_hot_fs_ops_total\{op="([a-z]+)"\} (\S+)$`)
-	metaOpsRE = regexp.MustCompile(`(?m)^tierlog_metadata_requests_total\{op="([a-z]+)"\} (\S+)$`)
+	fsOpsRE      = regexp.MustCompile(`(?m)^tierlog_hot_fs_ops_total\{op="([a-z]+)"\} (\S+)$`)
+	metaOpsRE    = regexp.MustCompile(`(?m)^tierlog_metadata_requests_total\{op="([a-z]+)"\} (\S+)$`)
+	fsBytesRE    = regexp.MustCompile(`(?m)^tierlog_hot_fs_bytes_total\{direction="([a-z]+)"\} (\S+)$`)
+	roundTripsRE = regexp.MustCompile(`(?m)^tierlog_hot_fs_round_trips_total\{class="([a-z]+)"\} (\S+)$`)
+	latencyRE    = regexp.MustCompile(`(?m)^tierlog_hot_fs_latency_seconds_total\{kind="([a-z]+)"\} (\S+)$`)
 )
 
-// scrapeCounts sums, over the servers, tierlog_hot_fs_ops_total by op and
-// tierlog_metadata_requests_total by (lower-case) op.
-func scrapeCounts(ctx context.Context, hc *http.Client, urls []string) (fsOps, metaOps map[string]int64, err error) {
-	fsOps, metaOps = map[string]int64{}, map[string]int64{}
+// serverCounts are counters of the servers' /metrics, summed over them.
+type serverCounts struct {
+	fsOps, metaOps, fsBytes, roundTrips map[string]int64
+	charged, taken                      time.Duration
+}
+
+// minus is c - before, series by series (zero differences left out).
+func (c serverCounts) minus(before serverCounts) serverCounts {
+	sub := func(a, b map[string]int64) map[string]int64 {
+		d := map[string]int64{}
+		for k, v := range a {
+			if v != b[k] {
+				d[k] = v - b[k]
+			}
+		}
+		return d
+	}
+	return serverCounts{fsOps: sub(c.fsOps, before.fsOps), metaOps: sub(c.metaOps, before.metaOps),
+		fsBytes: sub(c.fsBytes, before.fsBytes), roundTrips: sub(c.roundTrips, before.roundTrips),
+		charged: c.charged - before.charged, taken: c.taken - before.taken}
+}
+
+// scrapeCounts sums, over the servers, tierlog_hot_fs_ops_total by op,
+// tierlog_metadata_requests_total by (lower-case) op,
+// tierlog_hot_fs_bytes_total by direction, and, when the servers charge a
+// latency profile, tierlog_hot_fs_round_trips_total by class and
+// tierlog_hot_fs_latency_seconds_total by kind.
+func scrapeCounts(ctx context.Context, hc *http.Client, urls []string) (serverCounts, error) {
+	sc := serverCounts{fsOps: map[string]int64{}, metaOps: map[string]int64{}, fsBytes: map[string]int64{}, roundTrips: map[string]int64{}}
+	latency := map[string]int64{} // nanoseconds
 	for _, u := range urls {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u+"/metrics", nil)
 		if err != nil {
-			return nil, nil, err
+			return sc, err
 		}
 		resp, err := hc.Do(req)
 		if err != nil {
-			return nil, nil, fmt.Errorf("scrape %s/metrics: %w", u, err)
+			return sc, fmt.Errorf("scrape %s/metrics: %w", u, err)
 		}
 		b, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if err != nil {
-			return nil, nil, fmt.Errorf("scrape %s/metrics: %w", u, err)
+			return sc, fmt.Errorf("scrape %s/metrics: %w", u, err)
 		}
 		for _, x := range []struct {
-			re  *regexp.Regexp
-			sum map[string]int64
-		}{{fsOpsRE, fsOps}, {metaOpsRE, metaOps}} {
+			re       *regexp.Regexp
+			sum      map[string]int64
+			scale    float64
+			optional bool
+		}{{fsOpsRE, sc.fsOps, 1, false}, {metaOpsRE, sc.metaOps, 1, false}, {fsBytesRE, sc.fsBytes, 1, false},
+			{roundTripsRE, sc.roundTrips, 1, true}, {latencyRE, latency, 1e9, true}} {
 			ms := x.re.FindAllSubmatch(b, -1)
-			if len(ms) == 0 {
-				return nil, nil, fmt.Errorf("scrape %s/metrics: no match for %s (a tierlog binary older than the harness?)", u, x.re)
+			if len(ms) == 0 && !x.optional {
+				return sc, fmt.Errorf("scrape %s/metrics: no match for %s (a tierlog binary older than the harness?)", u, x.re)
 			}
 			for _, m := range ms {
 				v, err := strconv.ParseFloat(string(m[2]), 64)
 				if err != nil {
-					return nil, nil, fmt.Errorf("scrape %s/metrics: %q: %w", u, m[0], err)
+					return sc, fmt.Errorf("scrape %s/metrics: %q: %w", u, m[0], err)
 				}
-				x.sum[string(m[1])] += int64(v)
+				x.sum[string(m[1])] += int64(math.Round(v * x.scale))
 			}
 		}
 	}
-	return fsOps, metaOps, nil
+	sc.charged, sc.taken = time.Duration(latency["charged"]), time.Duration(latency["taken"])
+	return sc, nil
 }
 
 func fmtLat(d time.Duration) string {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/tierlog/tierlog/pkg/segment"
 )
 
 // Configuration from the environment: every flag of `tierlog serve` (and
@@ -136,3 +138,26 @@ func (f levelFlag) Set(s string) error {
 }
 
 func (f levelFlag) Type() string { return "level" }
+
+// latencyFlag is a hot-tier latency profile flag: none, efs-regional or
+// efs-onezone (segment.ParseLatencyProfile); the zero profile, none, is
+// the default.
+type latencyFlag struct{ p *segment.LatencyProfile }
+
+func (f latencyFlag) String() string {
+	if f.p == nil {
+		return segment.LatencyProfile{}.String()
+	}
+	return f.p.String()
+}
+
+func (f latencyFlag) Set(s string) error {
+	p, err := segment.ParseLatencyProfile(s)
+	if err != nil {
+		return fmt.Errorf("want one of %s", strings.Join(segment.LatencyProfileNames(), ", "))
+	}
+	*f.p = p
+	return nil
+}
+
+func (f latencyFlag) Type() string { return "profile" }

@@ -68,12 +68,13 @@ are synced and leases released.`,
 	f.DurationVar(&o.cfg.CompactGrace, "compact-grace", 0, "how long hot files of tiered segments stay; 0: the server's default")
 	f.DurationVar(&o.cfg.LeaseTTL, "lease-ttl", 0, "how long a partition lease lives without a commit; 0: the server's default")
 	f.DurationVar(&o.cfg.BusyWait, "busy-wait", 0, "how long a produce waits its turn on a partition another writer holds, before 503; 0: the server's default")
-	f.StringVar(&o.cfg.HotLatency, "hot-latency", "", "benchmarking: charge each hot-tier operation a network file system's latency: efs-regional, efs-onezone or none")
 	f.Int64Var(&o.cfg.CacheBytes, "cache-bytes", 0, "cold-tier cache budget in bytes; 0: the server's default")
 	f.Int64Var(&o.cfg.AnswerCacheBytes, "answer-cache-bytes", 0, "budget of encoded fetch answers kept for readers that ask the same again; 0: the server's default, negative: none")
 	o.cfg.BodyReadTimeout = tlserver.DefaultBodyReadTimeout
 	f.Var(offDuration{&o.cfg.BodyReadTimeout}, "body-read-timeout",
 		"how long one request body may take to arrive before it is cut with 408; 0: the server's default, off: no limit")
+	f.Var(latencyFlag{&o.cfg.HotFSLatency}, "hot-fs-latency",
+		"benchmarking and testing: charge each hot-tier file-system call the network latency of its round trip under this profile: none, efs-regional or efs-onezone (docs/benchmarks.md)")
 	f.Var(levelFlag{&o.logLevel}, "log-level", "log level: debug, info, warn or error")
 	f.BoolVar(&o.logJSON, "log-json", false, "log JSON lines instead of text")
 	bindEnv(c)

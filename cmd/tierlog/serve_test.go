@@ -39,6 +39,7 @@ var envSample = map[string][2]string{
 	"duration|off": {"7s", "7s"},
 	"int64":        {"12345", "12345"},
 	"level":        {"DEBUG", "debug"},
+	"profile":      {"EFS-OneZone", "efs-onezone"},
 }
 
 // TestServeEnvEveryFlag: every flag of `tierlog serve` is read from its
@@ -137,6 +138,41 @@ func TestServeZeroMeansDefault(t *testing.T) {
 	c = newServeCmd()
 	if err := c.ParseFlags([]string{"--compact-interval", "soon"}); err == nil {
 		t.Error("--compact-interval soon parsed")
+	}
+}
+
+// TestServeHotFSLatency: --hot-fs-latency takes a profile name into the
+// server's configuration, none by default, and refuses any other name.
+func TestServeHotFSLatency(t *testing.T) {
+	for _, k := range []struct {
+		args          []string
+		name          string
+		read, durable time.Duration
+	}{
+		{nil, "none", 0, 0},
+		{[]string{"--hot-fs-latency", "efs-regional"}, "efs-regional", time.Millisecond, 2700 * time.Microsecond},
+		{[]string{"--hot-fs-latency", "efs-onezone"}, "efs-onezone", 250 * time.Microsecond, 1600 * time.Microsecond},
+		{[]string{"--hot-fs-latency", "none"}, "none", 0, 0},
+	} {
+		c := newServeCmd()
+		if err := c.ParseFlags(k.args); err != nil {
+			t.Fatalf("%v: %v", k.args, err)
+		}
+		p := *c.Flags().Lookup("hot-fs-latency").Value.(latencyFlag).p
+		if p.String() != k.name || p.Read != k.read || p.Durable != k.durable {
+			t.Errorf("%v: profile %+v, want %s %v/%v", k.args, p, k.name, k.read, k.durable)
+		}
+	}
+	if err := newServeCmd().ParseFlags([]string{"--hot-fs-latency", "nfs"}); err == nil || !strings.Contains(err.Error(), "efs-regional") {
+		t.Errorf("--hot-fs-latency nfs: %v, want an error listing the profiles", err)
+	}
+	t.Setenv("TIERLOG_HOT_FS_LATENCY", "efs-regional")
+	c, err := parseServe(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := *c.Flags().Lookup("hot-fs-latency").Value.(latencyFlag).p; p.String() != "efs-regional" {
+		t.Errorf("TIERLOG_HOT_FS_LATENCY=efs-regional: profile %s", p)
 	}
 }
 

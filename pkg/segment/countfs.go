@@ -53,10 +53,13 @@ func (o FSOp) String() string {
 	return fsOpNames[o]
 }
 
-// FSCounters counts calls by FSOp, failed ones included. The zero value is
-// ready; it is safe for concurrent use and costs one atomic add per call.
+// FSCounters counts calls by FSOp, failed ones included, and the bytes
+// that reads and writes moved. The zero value is ready; it is safe for
+// concurrent use and costs one atomic add per call (two for a read or a
+// write).
 type FSCounters struct {
-	n [numFSOps]atomic.Int64
+	n                     [numFSOps]atomic.Int64
+	readBytes, writeBytes atomic.Int64
 }
 
 // Calls is how many calls of op were made.
@@ -65,6 +68,19 @@ func (c *FSCounters) Calls(op FSOp) int64 {
 		return 0
 	}
 	return c.n[op].Load()
+}
+
+// Bytes is the number of bytes moved by calls of op: FSRead (bytes
+// returned by ReadAt) or FSWrite (bytes written by WriteAt); 0 for any
+// other op.
+func (c *FSCounters) Bytes(op FSOp) int64 {
+	switch op {
+	case FSRead:
+		return c.readBytes.Load()
+	case FSWrite:
+		return c.writeBytes.Load()
+	}
+	return 0
 }
 
 // Total is the number of calls of every op.
@@ -135,12 +151,16 @@ type countingFile struct {
 
 func (f countingFile) ReadAt(p []byte, off int64) (int, error) {
 	f.c.add(FSRead)
-	return f.File.ReadAt(p, off)
+	n, err := f.File.ReadAt(p, off)
+	f.c.readBytes.Add(int64(n))
+	return n, err
 }
 
 func (f countingFile) WriteAt(p []byte, off int64) (int, error) {
 	f.c.add(FSWrite)
-	return f.File.WriteAt(p, off)
+	n, err := f.File.WriteAt(p, off)
+	f.c.writeBytes.Add(int64(n))
+	return n, err
 }
 
 func (f countingFile) Sync() error {

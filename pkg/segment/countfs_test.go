@@ -67,6 +67,9 @@ func TestCountingFS(t *testing.T) {
 			t.Errorf("op %d has no name", op)
 		}
 	}
+	if c.Bytes(FSWrite) != 5 || c.Bytes(FSRead) != 5 || c.Bytes(FSSync) != 0 {
+		t.Errorf("bytes: written %d, read %d, synced %d; want 5, 5, 0", c.Bytes(FSWrite), c.Bytes(FSRead), c.Bytes(FSSync))
+	}
 	if c.Total() != total {
 		t.Errorf("total %d, want %d", c.Total(), total)
 	}

@@ -1,158 +1,330 @@
 package segment
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
-	"sort"
 	"strings"
 	"sync/atomic"
 	"time"
 )
 
-// A LatencyProfile is what each hot-tier operation costs on a network file
-// system: LatencyFS charges it, so that the write and read paths can be
-// measured at EFS's latencies on a local disk. Two classes, as NFS has
-// them: a round trip that reads (LOOKUP, GETATTR, READ, READDIR, a clean
-// CLOSE) and one that must be durable at the server before it answers
-// (COMMIT, SETATTR, CREATE, REMOVE, a close that flushes). A pwrite costs
-// nothing: it stays in the client's page cache until a sync or a close.
-//
-// Figures (docs/benchmarks.md, "Cloud latency"): the Amazon EFS User Guide,
-// "Amazon EFS performance" (2026): about 1 ms per read operation and 2.7 ms
-// per write on Regional file systems, 250 µs and 1.6 ms on One Zone ones.
+// RoundTrip is what one hot-tier call costs on a network file system such
+// as EFS (NFSv4.1): nothing (the client answers from its caches), one
+// read-class round trip, or one durable round trip (the server makes the
+// change durable before it answers).
+type RoundTrip int
+
+// The classes LatencyFS charges.
+const (
+	RoundTripNone    RoundTrip = iota // answered by the client: page cache, attribute cache
+	RoundTripRead                     // LOOKUP/OPEN+GETATTR, READ, READDIR, GETATTR
+	RoundTripDurable                  // COMMIT, WRITE+COMMIT at close, SETATTR, CREATE, REMOVE, MKDIR
+	numRoundTrips
+)
+
+// RoundTrips lists the classes that cost a round trip: read, durable.
+var RoundTrips = []RoundTrip{RoundTripRead, RoundTripDurable}
+
+// String is the class's metric label: none, read, durable.
+func (r RoundTrip) String() string {
+	switch r {
+	case RoundTripNone:
+		return "none"
+	case RoundTripRead:
+		return "read"
+	case RoundTripDurable:
+		return "durable"
+	}
+	return "unknown"
+}
+
+// LatencyProfile is the latency LatencyFS charges per round trip of each
+// class. The zero value charges nothing (profile "none").
 type LatencyProfile struct {
-	Name          string
-	Read, Durable time.Duration
+	Name    string
+	Read    time.Duration
+	Durable time.Duration
 }
 
-// The profiles LatencyProfileByName knows.
-var latencyProfiles = map[string]LatencyProfile{
-	"none":         {Name: "none"},
-	"efs-regional": {Name: "efs-regional", Read: time.Millisecond, Durable: 2700 * time.Microsecond},
-	"efs-onezone":  {Name: "efs-onezone", Read: 250 * time.Microsecond, Durable: 1600 * time.Microsecond},
+// The named profiles. docs/benchmarks.md gives the figures' sources.
+var latencyProfiles = []LatencyProfile{
+	{Name: "none"},
+	// EFS General Purpose, Regional: about 1 ms per read operation,
+	// 2.7 ms per write operation.
+	{Name: "efs-regional", Read: time.Millisecond, Durable: 2700 * time.Microsecond},
+	// EFS General Purpose, One Zone: 250 µs and 1.6 ms.
+	{Name: "efs-onezone", Read: 250 * time.Microsecond, Durable: 1600 * time.Microsecond},
 }
 
-// LatencyProfileByName returns the profile called name: none,
-// efs-regional or efs-onezone.
-func LatencyProfileByName(name string) (LatencyProfile, error) {
-	p, ok := latencyProfiles[name]
-	if !ok {
-		names := make([]string, 0, len(latencyProfiles))
-		for n := range latencyProfiles {
-			names = append(names, n)
+// LatencyProfileNames lists the names ParseLatencyProfile takes.
+func LatencyProfileNames() []string {
+	names := make([]string, len(latencyProfiles))
+	for i, p := range latencyProfiles {
+		names[i] = p.Name
+	}
+	return names
+}
+
+// ParseLatencyProfile returns the named profile: none, efs-regional or
+// efs-onezone (any case). An empty name is none.
+func ParseLatencyProfile(name string) (LatencyProfile, error) {
+	if name == "" {
+		return latencyProfiles[0], nil
+	}
+	for _, p := range latencyProfiles {
+		if strings.EqualFold(p.Name, name) {
+			return p, nil
 		}
-		sort.Strings(names)
-		return LatencyProfile{}, fmt.Errorf("segment: unknown latency profile %q: want one of %s", name, strings.Join(names, ", "))
 	}
-	return p, nil
+	return LatencyProfile{}, fmt.Errorf("unknown hot-tier latency profile %q (want %s)", name, strings.Join(LatencyProfileNames(), ", "))
 }
 
-// LatencyFS wraps inner so that every call, on it and on the files it
-// opens, first waits what p charges its class. sleep waits (nil:
-// time.Sleep); a test passes its own to count the charges.
-func LatencyFS(inner FS, p LatencyProfile, sleep func(time.Duration)) FS {
-	if sleep == nil {
-		sleep = time.Sleep
+// String is the profile's name ("none" for the zero value).
+func (p LatencyProfile) String() string {
+	if p.Name == "" {
+		return latencyProfiles[0].Name
 	}
-	return latencyFS{inner: inner, p: p, sleep: sleep}
+	return p.Name
+}
+
+// Charges reports whether the profile charges any latency.
+func (p LatencyProfile) Charges() bool { return p.Read > 0 || p.Durable > 0 }
+
+// Latency is what one round trip of class r costs.
+func (p LatencyProfile) Latency(r RoundTrip) time.Duration {
+	switch r {
+	case RoundTripRead:
+		return p.Read
+	case RoundTripDurable:
+		return p.Durable
+	}
+	return 0
+}
+
+// RoundTripCounters counts the round trips LatencyFS charged, by class,
+// the latency charged, and the time the charged calls took. The zero
+// value is ready; it is safe for concurrent use.
+type RoundTripCounters struct {
+	n              [numRoundTrips]atomic.Int64
+	charged, taken atomic.Int64 // nanoseconds
+}
+
+// Calls is the number of round trips of class r charged.
+func (c *RoundTripCounters) Calls(r RoundTrip) int64 {
+	if r < 0 || r >= numRoundTrips {
+		return 0
+	}
+	return c.n[r].Load()
+}
+
+// Charged is the total latency charged.
+func (c *RoundTripCounters) Charged() time.Duration { return time.Duration(c.charged.Load()) }
+
+// Taken is the time the calls that were charged took, from their start to
+// the end of their wait: the charge, or more (the local call took longer,
+// or the wait overshot).
+func (c *RoundTripCounters) Taken() time.Duration { return time.Duration(c.taken.Load()) }
+
+// Clock is the time LatencyFS reads and waits on.
+type Clock interface {
+	Now() time.Time
+	Sleep(time.Duration)
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time        { return time.Now() }
+func (realClock) Sleep(d time.Duration) { time.Sleep(d) }
+
+// LatencyFS wraps inner so that each call, on it and on the files it
+// opens, takes at least the latency its round-trip class costs under p:
+// after the inner call, it waits on clk (the real clock if nil) for what
+// is left of that latency, so the local disk's own time is not added to
+// the network's. Each round trip is counted in c (which may be nil), with
+// its full latency as charged.
+//
+// The classes, for an NFSv4.1 client with close-to-open consistency:
+//
+//   - OpenFile of an existing file: read (OPEN with GETATTR, one compound);
+//     with O_TRUNC, durable. One that creates the file: durable (CREATE).
+//     A failed open: read.
+//   - ReadAt: read, every call but one of 0 bytes (the client's page
+//     cache is not modelled: the data was usually written by another
+//     client, and close-to-open revalidates the cache at every open).
+//   - WriteAt: none; the bytes wait in the client's page cache and the
+//     file is dirty.
+//   - Sync: durable (COMMIT) if the file is dirty, else none.
+//   - Close: durable if the file is dirty (the flush WRITE+COMMIT that
+//     close-to-open requires), else none (NFSv4 CLOSE is sent without
+//     waiting).
+//   - Truncate: durable (SETATTR).
+//   - Stat of an open file: none (attributes cached since the open).
+//   - Stat by name, ReadDir: read (LOOKUP+GETATTR, READDIR).
+//   - Remove, RemoveAll: durable, once per call (RemoveAll of a tree costs
+//     more on a real server).
+//   - MkdirAll: read if the directory exists, else read and durable
+//     (once, however many levels it creates).
+//   - SyncDir: read (the directory's LOOKUP; directory changes are already
+//     durable on the server, so its fsync sends nothing).
+//
+// A large ReadAt or WriteAt costs one round trip here whatever its size:
+// the profile charges latency, not throughput.
+//
+// To learn whether an O_CREATE open creates the file, LatencyFS first
+// opens without O_CREATE (uncharged) and, if the file is absent, again
+// with it; MkdirAll stats the directory first. So the inner file system
+// sees one more call when a file is created.
+func LatencyFS(inner FS, p LatencyProfile, c *RoundTripCounters, clk Clock) FS {
+	if clk == nil {
+		clk = realClock{}
+	}
+	if c == nil {
+		c = &RoundTripCounters{}
+	}
+	return &latencyFS{inner: inner, p: p, c: c, clk: clk}
 }
 
 type latencyFS struct {
 	inner FS
 	p     LatencyProfile
-	sleep func(time.Duration)
+	c     *RoundTripCounters
+	clk   Clock
 }
 
-func (f latencyFS) charge(d time.Duration) {
-	if d > 0 {
-		f.sleep(d)
+// charge counts round trips of class r (one, or none for RoundTripNone)
+// made by a call that started at start, and waits what is left of their
+// latency.
+func (f *latencyFS) charge(start time.Time, r ...RoundTrip) {
+	var d time.Duration
+	for _, x := range r {
+		if x == RoundTripNone {
+			continue
+		}
+		f.c.n[x].Add(1)
+		d += f.p.Latency(x)
 	}
+	if d <= 0 {
+		return
+	}
+	f.c.charged.Add(int64(d))
+	if left := d - f.clk.Now().Sub(start); left > 0 {
+		f.clk.Sleep(left)
+	}
+	f.c.taken.Add(int64(f.clk.Now().Sub(start)))
 }
 
-// OpenFile: a lookup and the attributes close-to-open revalidates; an
-// exclusive create or a truncating open is a durable change.
-func (f latencyFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
-	if flag&(os.O_CREATE|os.O_TRUNC) != 0 {
-		f.charge(f.p.Durable)
-	} else {
-		f.charge(f.p.Read)
+func (f *latencyFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+	start := f.clk.Now()
+	class := RoundTripRead
+	if flag&os.O_TRUNC != 0 {
+		class = RoundTripDurable
 	}
-	file, err := f.inner.OpenFile(name, flag, perm)
+	var file File
+	var err error
+	switch {
+	case flag&os.O_CREATE != 0 && flag&os.O_EXCL != 0:
+		file, err = f.inner.OpenFile(name, flag, perm)
+		if err == nil {
+			class = RoundTripDurable
+		}
+	case flag&os.O_CREATE != 0:
+		file, err = f.inner.OpenFile(name, flag&^os.O_CREATE, perm)
+		if errors.Is(err, fs.ErrNotExist) {
+			file, err = f.inner.OpenFile(name, flag, perm)
+			if err == nil {
+				class = RoundTripDurable
+			}
+		}
+	default:
+		file, err = f.inner.OpenFile(name, flag, perm)
+	}
 	if err != nil {
+		f.charge(start, RoundTripRead)
 		return nil, err
 	}
+	f.charge(start, class)
 	return &latencyFile{File: file, fs: f}, nil
 }
 
-func (f latencyFS) Remove(name string) error {
-	f.charge(f.p.Durable)
+func (f *latencyFS) Remove(name string) error {
+	defer f.charge(f.clk.Now(), RoundTripDurable)
 	return f.inner.Remove(name)
 }
 
-func (f latencyFS) RemoveAll(name string) error {
-	f.charge(f.p.Durable)
+func (f *latencyFS) RemoveAll(name string) error {
+	defer f.charge(f.clk.Now(), RoundTripDurable)
 	return f.inner.RemoveAll(name)
 }
 
-func (f latencyFS) ReadDir(name string) ([]os.DirEntry, error) {
-	f.charge(f.p.Read)
+func (f *latencyFS) ReadDir(name string) ([]os.DirEntry, error) {
+	defer f.charge(f.clk.Now(), RoundTripRead)
 	return f.inner.ReadDir(name)
 }
 
-func (f latencyFS) Stat(name string) (os.FileInfo, error) {
-	f.charge(f.p.Read)
+func (f *latencyFS) Stat(name string) (os.FileInfo, error) {
+	defer f.charge(f.clk.Now(), RoundTripRead)
 	return f.inner.Stat(name)
 }
 
-func (f latencyFS) MkdirAll(name string, perm os.FileMode) error {
-	f.charge(f.p.Durable)
+func (f *latencyFS) MkdirAll(name string, perm os.FileMode) error {
+	start := f.clk.Now()
+	if fi, err := f.inner.Stat(name); err == nil && fi.IsDir() {
+		f.charge(start, RoundTripRead)
+		return nil
+	}
+	defer f.charge(start, RoundTripRead, RoundTripDurable)
 	return f.inner.MkdirAll(name, perm)
 }
 
-func (f latencyFS) SyncDir(name string) error {
-	f.charge(f.p.Durable)
+func (f *latencyFS) SyncDir(name string) error {
+	defer f.charge(f.clk.Now(), RoundTripRead)
 	return f.inner.SyncDir(name)
 }
 
-// latencyFile charges a file's calls; dirty says it has writes no sync or
-// close has sent yet.
+// latencyFile is a file LatencyFS opened; dirty is set by WriteAt and
+// cleared by a Sync or Close that flushed it.
 type latencyFile struct {
 	File
-	fs    latencyFS
+	fs    *latencyFS
 	dirty atomic.Bool
 }
 
 func (f *latencyFile) ReadAt(p []byte, off int64) (int, error) {
-	f.fs.charge(f.fs.p.Read)
+	class := RoundTripRead
+	if len(p) == 0 {
+		class = RoundTripNone // no system call, let alone a READ
+	}
+	defer f.fs.charge(f.fs.clk.Now(), class)
 	return f.File.ReadAt(p, off)
 }
 
 func (f *latencyFile) WriteAt(p []byte, off int64) (int, error) {
-	f.dirty.Store(true) // the page cache takes it; the network, later
+	f.dirty.Store(true)
 	return f.File.WriteAt(p, off)
 }
 
+// flushClass is what a Sync or Close costs: a durable round trip if the
+// file has unflushed writes.
+func (f *latencyFile) flushClass() RoundTrip {
+	if f.dirty.Swap(false) {
+		return RoundTripDurable
+	}
+	return RoundTripNone
+}
+
 func (f *latencyFile) Sync() error {
-	f.dirty.Store(false)
-	f.fs.charge(f.fs.p.Durable)
+	defer f.fs.charge(f.fs.clk.Now(), f.flushClass())
 	return f.File.Sync()
 }
 
 func (f *latencyFile) Truncate(size int64) error {
-	f.fs.charge(f.fs.p.Durable)
+	defer f.fs.charge(f.fs.clk.Now(), RoundTripDurable)
 	return f.File.Truncate(size)
 }
 
-// Stat answers from the attributes the open fetched.
-func (f *latencyFile) Stat() (os.FileInfo, error) { return f.File.Stat() }
-
-// Close flushes unsent writes (durable), else is one round trip (NFSv4's
-// CLOSE).
 func (f *latencyFile) Close() error {
-	if f.dirty.Swap(false) {
-		f.fs.charge(f.fs.p.Durable)
-	} else {
-		f.fs.charge(f.fs.p.Read)
-	}
+	defer f.fs.charge(f.fs.clk.Now(), f.flushClass())
 	return f.File.Close()
 }

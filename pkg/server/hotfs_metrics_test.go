@@ -3,12 +3,15 @@ package server_test
 import (
 	"context"
 	"io"
+	"math"
 	"net/http/httptest"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/tierlog/tierlog/pkg/segment"
 	"github.com/tierlog/tierlog/pkg/server"
 )
 
@@ -55,5 +58,78 @@ func TestMetricsHotFSOps(t *testing.T) {
 	post("/v1/topics/t/partitions/0/records", `{"records":[{"value":"b"}]}`)
 	if w, sy := scrape("write"), scrape("sync"); w <= w0 || sy <= s0 {
 		t.Errorf("a produce: writes %d -> %d, syncs %d -> %d; want both to grow", w0, w, s0, sy)
+	}
+}
+
+// TestMetricsHotFSLatency: with a latency profile the hot tier's round
+// trips reach /metrics by class, with the latency charged; a produce (write,
+// fsync, close) adds at least one durable round trip and its record bytes;
+// without a profile there are no round-trip series.
+func TestMetricsHotFSLatency(t *testing.T) {
+	for _, profile := range []segment.LatencyProfile{{}, {Name: "tiny", Read: time.Microsecond, Durable: 2 * time.Microsecond}} {
+		s, err := server.Open(context.Background(), server.Config{DataDir: t.TempDir(), CompactInterval: -1, HotFSLatency: profile})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts := httptest.NewServer(s.Handler())
+		scrape := func() string {
+			t.Helper()
+			resp, err := ts.Client().Get(ts.URL + "/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return string(b)
+		}
+		value := func(text, series string) float64 {
+			t.Helper()
+			m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`).FindStringSubmatch(text)
+			if m == nil {
+				t.Fatalf("%s: no %s in:\n%s", profile, series, text)
+			}
+			v, _ := strconv.ParseFloat(m[1], 64)
+			return v
+		}
+		post := func(path, body string) {
+			t.Helper()
+			resp, err := ts.Client().Post(ts.URL+path, "application/json", strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode/100 != 2 {
+				t.Fatalf("POST %s: %d", path, resp.StatusCode)
+			}
+		}
+		post("/v1/topics", `{"name":"t","partitions":1}`)
+		post("/v1/topics/t/partitions/0/records", `{"records":[{"value":"a"}]}`)
+		before := scrape()
+		post("/v1/topics/t/partitions/0/records", `{"records":[{"value":"0123456789"}]}`)
+		after := scrape()
+		if w0, w1 := value(before, `tierlog_hot_fs_bytes_total{direction="written"}`), value(after, `tierlog_hot_fs_bytes_total{direction="written"}`); w1-w0 < 10 {
+			t.Errorf("%s: a produce of 10 bytes wrote %v bytes", profile, w1-w0)
+		}
+		if !profile.Charges() {
+			if strings.Contains(after, "tierlog_hot_fs_round_trips_total") || strings.Contains(after, "tierlog_hot_fs_latency_seconds_total") {
+				t.Errorf("round-trip series without a latency profile:\n%s", after)
+			}
+		} else {
+			d0, d1 := value(before, `tierlog_hot_fs_round_trips_total{class="durable"}`), value(after, `tierlog_hot_fs_round_trips_total{class="durable"}`)
+			r1 := value(after, `tierlog_hot_fs_round_trips_total{class="read"}`)
+			if d1-d0 < 1 {
+				t.Errorf("%s: a produce charged %v durable round trips, want >= 1", profile, d1-d0)
+			}
+			want := (r1*float64(profile.Read) + d1*float64(profile.Durable)) / float64(time.Second)
+			if got := value(after, `tierlog_hot_fs_latency_seconds_total{kind="charged"}`); math.Abs(got-want) > 1e-9 {
+				t.Errorf("%s: charged %v s, want %v s (%v read, %v durable round trips)", profile, got, want, r1, d1)
+			}
+			if got := value(after, `tierlog_hot_fs_latency_seconds_total{kind="taken"}`); got < want {
+				t.Errorf("%s: the charged calls took %v s, less than the %v s charged", profile, got, want)
+			}
+		}
+		ts.Close()
+		s.Close()
 	}
 }

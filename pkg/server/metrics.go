@@ -21,6 +21,7 @@ type collector struct {
 	flush, flushRecords, flushBytes, conflicts      *prometheus.Desc
 	s3Requests, s3Errors, s3Bytes                   *prometheus.Desc
 	metaRequests, hotFSOps                          *prometheus.Desc
+	hotFSBytes, hotFSRoundTrips, hotFSCharged       *prometheus.Desc
 	cacheHits, cacheMisses, cacheEvictions, cacheSz *prometheus.Desc
 	finalized, finalizedBytes, logStartAdvances     *prometheus.Desc
 	damagedReads, quarantined                       *prometheus.Desc
@@ -49,6 +50,9 @@ func newCollector(s *Server) *collector {
 		s3Bytes:          d("object_bytes_total", "Object store bytes moved.", "direction"),
 		metaRequests:     d("metadata_requests_total", "Metadata store requests by operation (DynamoDB on the aws backend).", "op"),
 		hotFSOps:         d("hot_fs_ops_total", "Hot-tier file-system calls by operation (EFS operations on the aws backend), failed ones included.", "op"),
+		hotFSBytes:       d("hot_fs_bytes_total", "Bytes moved by hot-tier reads and writes.", "direction"),
+		hotFSRoundTrips:  d("hot_fs_round_trips_total", "Hot-tier network round trips charged by the latency profile (--hot-fs-latency), by class: read or durable.", "class"),
+		hotFSCharged:     d("hot_fs_latency_seconds_total", "Latency of the hot-tier calls the latency profile (--hot-fs-latency) charged: as charged, and as taken (the local call and the wait).", "kind"),
 		cacheHits:        d("cache_hits_total", "Cold-tier cache hits."),
 		cacheMisses:      d("cache_misses_total", "Cold-tier cache misses."),
 		cacheEvictions:   d("cache_evictions_total", "Cold-tier cache evictions."),
@@ -97,6 +101,15 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, op := range segment.FSOps {
 		counter(c.hotFSOps, c.s.HotFS.Calls(op), op.String())
+	}
+	counter(c.hotFSBytes, c.s.HotFS.Bytes(segment.FSRead), "read")
+	counter(c.hotFSBytes, c.s.HotFS.Bytes(segment.FSWrite), "written")
+	if rt := c.s.HotFSRoundTrips; rt != nil {
+		for _, r := range segment.RoundTrips {
+			counter(c.hotFSRoundTrips, rt.Calls(r), r.String())
+		}
+		ch <- prometheus.MustNewConstMetric(c.hotFSCharged, prometheus.CounterValue, rt.Charged().Seconds(), "charged")
+		ch <- prometheus.MustNewConstMetric(c.hotFSCharged, prometheus.CounterValue, rt.Taken().Seconds(), "taken")
 	}
 	cs := c.s.Cache.Stats()
 	counter(c.cacheHits, cs.Hits)

@@ -85,11 +85,6 @@ type Config struct {
 	// BusyWait bounds how long a produce waits for a partition another
 	// writer holds. 0 means partition.DefaultBusyWait.
 	BusyWait time.Duration
-	// HotLatency names a latency profile the hot tier's operations are
-	// charged (segment.LatencyProfileByName: efs-regional, efs-onezone;
-	// "" or none: nothing), to measure the server at a network file
-	// system's costs on a local disk. For benchmarks.
-	HotLatency string
 	// CompactInterval is the compactor timer; 0 means 10s, < 0 disables it.
 	CompactInterval time.Duration
 	// CompactGrace is how long hot files of tiered segments stay. Default 30s.
@@ -112,6 +107,12 @@ type Config struct {
 	// Lambda functions set it: API Gateway buffers every answer whole.
 	// Everything net/http serves (`tierlog serve`) streams.
 	DisableStreaming bool
+	// HotFSLatency, for benchmarks and tests, charges every hot-tier
+	// file-system call the latency of its network round trip under the
+	// profile (segment.LatencyFS; segment.ParseLatencyProfile names them),
+	// so that a local disk behaves, in time, like EFS. The zero value,
+	// "none", charges nothing.
+	HotFSLatency segment.LatencyProfile
 	// StreamKeepAlive is the longest silence of a stream before a
 	// comment line; 0 (or more than 15s) means api.DefaultKeepAlive.
 	StreamKeepAlive time.Duration
@@ -139,7 +140,11 @@ type Server struct {
 	// HotFS counts the hot tier's file-system calls (broker and compactor
 	// both go through it): tierlog_hot_fs_ops_total.
 	HotFS *segment.FSCounters
-	Cache *tier.Cache
+	// HotFSRoundTrips counts the round trips Config.HotFSLatency charged,
+	// by class (tierlog_hot_fs_round_trips_total); nil when it charges
+	// nothing.
+	HotFSRoundTrips *segment.RoundTripCounters
+	Cache           *tier.Cache
 	// MetaCounters reports the metadata adapter's request counts, if it
 	// keeps them.
 	MetaCounters func() map[string]int64
@@ -258,16 +263,16 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.Objects = objstore.Counting(objects, s.Counters)
 	s.HotFS = &segment.FSCounters{}
-	var base segment.FS = segment.OSFS{}
-	if cfg.HotLatency != "" {
-		p, err := segment.LatencyProfileByName(cfg.HotLatency)
-		if err != nil {
-			s.Close()
-			return nil, err
-		}
-		base = segment.LatencyFS(base, p, nil)
+	var hotFS segment.FS = segment.OSFS{}
+	if cfg.HotFSLatency.Charges() {
+		s.HotFSRoundTrips = &segment.RoundTripCounters{}
+		hotFS = segment.LatencyFS(hotFS, cfg.HotFSLatency, s.HotFSRoundTrips, nil)
+		cfg.Logger.Info("hot tier charged network latency", "profile", cfg.HotFSLatency.String(),
+			"read", cfg.HotFSLatency.Read, "durable", cfg.HotFSLatency.Durable)
 	}
-	hotFS := segment.CountingFS(base, s.HotFS)
+	// Counted outside the latency wrapper: one count per call the broker
+	// or the compactor makes.
+	hotFS = segment.CountingFS(hotFS, s.HotFS)
 	s.Cache = tier.NewCache(cfg.CacheBytes)
 
 	comp, err := compactor.New(compactor.Config{
