@@ -144,7 +144,7 @@ func (w *World) partCfg(a *Actor, cli *Client, pm *part, owner string, hold bool
 		IndexIntervalBytes: w.idxB, FS: cli, Now: a.Now,
 		Logger: slog.New(slog.DiscardHandler),
 		Sleep:  w.sleeper(a), Rand: w.rand64, BusyWait: w.busyWait,
-		Checkpoint: w.ckpt, CreateTime: w.createTime,
+		Checkpoint: w.ckpt, CreateTime: w.createTime, SoloFor: w.soloFor,
 	}
 	return cfg
 }

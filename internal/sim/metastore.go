@@ -306,6 +306,15 @@ func (c *MetaClient) Commit(ctx context.Context, p meta.Partition, release bool,
 	}()
 	return c.write(opCommit, what, func() error {
 		err := n.inner.Commit(bg, p, release, now, ttl)
+		if parked := !release && now.UnixMilli() == 0 && ttl == 0; parked {
+			// A parked lease (partition/park.go): applied, or fenced by
+			// another writer's takeover since the parking.
+			if err == nil {
+				n.w.res.Faults["parked commit"]++
+			} else {
+				n.w.res.Faults["parked commit fenced"]++
+			}
+		}
 		if err == nil {
 			k := commitKey{k: meta.PartitionKey{Topic: p.Topic, TopicID: p.TopicID, Partition: p.Partition}, epoch: p.Epoch, version: commitVersion(&p)}
 			if trackVersions {

@@ -38,6 +38,9 @@ var scenarios = []scenario{
 	{name: "keyed-retry-after-partition-growth", run: keyedRetryAfterGrowth},
 	{name: "warm-container-after-another-wrote", run: warmAfterOtherWrote},
 	{name: "warm-container-thawed-after-takeover", run: warmThawedAfterTakeover},
+	{name: "parked-lease-taken-over-mid-round", run: parkedTakenOverMidRound},
+	{name: "parked-lease-frozen-before-commit", run: parkedFrozenBeforeCommit},
+	{name: "parked-lease-zombie-after-others-wrote", run: parkedZombieAfterOthersWrote},
 }
 
 func TestScenarios(t *testing.T) {
@@ -455,6 +458,91 @@ func warmThawedAfterTakeover(sc *Script) {
 	sc.Advance(3 * ttl)
 	sc.Append(b, 2, 0)
 	sc.Continue(a)
+	sc.Append(a, 1, 0)
+	sc.Read(r, 0)
+	sc.Check()
+}
+
+// parkAlone has a (alone, with SoloFor short) append until its lease is
+// parked, and fails the scenario if it never parks.
+func parkAlone(sc *Script, a *Actor) {
+	before, _ := sc.Parked()
+	for range 4 {
+		sc.Append(a, 1, 0)
+	}
+	if applied, _ := sc.Parked(); applied == before {
+		sc.Failf("%s appended alone and never parked its lease", a.Name)
+	}
+}
+
+// takesAtOnce has b append, and fails the scenario if b waited for the
+// lease (a parked lease is taken over at once, not after its TTL).
+func takesAtOnce(sc *Script, b *Actor, n int) {
+	t0 := sc.Now()
+	sc.Append(b, n, 0)
+	if d := sc.Now() - t0; d >= ttl/2 {
+		sc.Failf("%s waited %v for a parked lease", b.Name, d)
+	}
+}
+
+// parkedTakenOverMidRound: a container alone parks its lease, and is
+// paused inside its next round (no acquire: just before its pwrite);
+// another container takes the parked lease over at once (sealing the
+// active segment) and writes; the first resumes: its pwrite lands past the
+// sealed segment's committed length, its commit is fenced, and its round
+// runs again with an acquire, so its batch is acknowledged once, after b's.
+func parkedTakenOverMidRound(sc *Script) {
+	sc.Checkpoint()
+	a := sc.Writer("a", false)
+	b := sc.Writer("b", false)
+	r := sc.Reader("r")
+	parkAlone(sc, a)
+	sc.AppendUntil(a, 2, 0, opWrite, ".log")
+	takesAtOnce(sc, b, 2)
+	sc.Continue(a)
+	if _, fenced := sc.Parked(); fenced == 0 {
+		sc.Failf("a's parked commit was not fenced after b took the lease over")
+	}
+	sc.Append(a, 1, 0)
+	sc.Append(b, 1, 0)
+	sc.Read(r, 0)
+	sc.Check()
+}
+
+// parkedFrozenBeforeCommit: a parked container is frozen after its fsync,
+// just before its commit, for three lease TTLs; another takes the lease
+// over and writes twice; the thawed commit must be fenced (I4: no second
+// commit of a version; I2: b's records stay).
+func parkedFrozenBeforeCommit(sc *Script) {
+	a := sc.Writer("a", false)
+	b := sc.Writer("b", false)
+	r := sc.Reader("r")
+	parkAlone(sc, a)
+	sc.AppendUntil(a, 2, 0, opCommit, "")
+	sc.Advance(3 * ttl)
+	takesAtOnce(sc, b, 2)
+	sc.Append(b, 1, 0)
+	sc.Continue(a)
+	sc.Append(a, 1, 0)
+	sc.Read(r, 0)
+	sc.Check()
+}
+
+// parkedZombieAfterOthersWrote: a parks; b takes over and writes, then
+// b is alone long enough to park too; a comes back (its files kept open,
+// its lease long taken): its round must not write over b's file, and it
+// parks again only after others are gone.
+func parkedZombieAfterOthersWrote(sc *Script) {
+	sc.Checkpoint()
+	a := sc.Writer("a", false)
+	b := sc.Writer("b", false)
+	r := sc.Reader("r")
+	parkAlone(sc, a)
+	takesAtOnce(sc, b, 1)
+	sc.Advance(time.Second)
+	parkAlone(sc, b)
+	sc.Append(a, 2, 0)
+	sc.Append(b, 1, 0)
 	sc.Append(a, 1, 0)
 	sc.Read(r, 0)
 	sc.Check()

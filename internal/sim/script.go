@@ -294,3 +294,22 @@ func (sc *Script) Updates() { sc.W.updates = true }
 func (sc *Script) ProduceRoutedUntil(b *Actor, op, suffix string) {
 	sc.Until(b, cmd{kind: cmdAppend, n: 1, pad: 8, mode: modeKeyed, routed: true}, op, suffix)
 }
+
+// SoloFor sets the writers' partition.Config.SoloFor (how soon a writer
+// alone parks its lease); call it before adding actors.
+func (sc *Script) SoloFor(d time.Duration) { sc.W.soloFor = d }
+
+// Now is the virtual time.
+func (sc *Script) Now() time.Duration { return sc.W.s.now }
+
+// Parked reports how many parked commits applied and were fenced so far.
+func (sc *Script) Parked() (applied, fenced int) {
+	return sc.W.res.Faults["parked commit"], sc.W.res.Faults["parked commit fenced"]
+}
+
+// Failf records a violation the script itself found.
+func (sc *Script) Failf(format string, args ...any) {
+	if sc.err == nil {
+		sc.err = fmt.Errorf("scenario: "+format, args...)
+	}
+}

@@ -137,6 +137,7 @@ func (l *Log) AppendBatch(ctx context.Context, b Batch) (Appended, error) {
 // offsets some commit gave it, or, at its deadline, ErrUnavailable (a
 // leader may still hold a copy it read: the outcome is unknown).
 func (l *Log) waitTurn(ctx context.Context, batch []*pending) {
+	l.sawOther()
 	left := batch
 	finish := func(p *pending, r result) {
 		p.done <- r

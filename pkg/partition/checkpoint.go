@@ -142,7 +142,22 @@ func decodeCheckpoint(b []byte) (version uint64, v *view, ok bool) {
 
 // writeCheckpoint copies p, the state just committed (at committedAt),
 // into its slot; best effort (readers fall back to the item).
-func (l *Log) writeCheckpoint(p *meta.Partition, committedAt time.Time) {
+func (l *Log) writeCheckpoint(p *meta.Partition, committedAt time.Time, alone, keep bool) {
+	if alone && l.ckptF != nil {
+		// A parked round's commit applied, so nobody committed since this
+		// Log's last commit: no slot is newer than the one it writes, and
+		// the file it kept open is the one to write (park.go).
+		l.putCheckpoint(l.ckptF, p, nil, committedAt, keep)
+		if !keep {
+			l.ckptF.Close()
+			l.ckptF = nil
+		}
+		return
+	}
+	if l.ckptF != nil {
+		l.ckptF.Close()
+		l.ckptF = nil
+	}
 	// Never created here: a topic delete removes the file after fencing
 	// the items, and a writer whose commit applied before the fence must
 	// not bring it back (ensureCheckpoint creates it, after an acquire).
@@ -154,13 +169,25 @@ func (l *Log) writeCheckpoint(p *meta.Partition, committedAt time.Time) {
 		}
 		return
 	}
-	defer f.Close()
 	buf := make([]byte, ckptSlots*ckptSlotSize)
 	n, _ := f.ReadAt(buf, 0)
 	newest, cur := newestSlot(buf[:n])
 	if cur != nil && newest >= p.Version {
+		f.Close()
 		return // this commit's checkpoint, or a newer commit's: leave them
 	}
+	l.putCheckpoint(f, p, cur, committedAt, keep)
+	if keep {
+		l.ckptF = f // parked: the next rounds write it without a look
+		return
+	}
+	f.Close()
+}
+
+// putCheckpoint writes p's slot to f, unless its commit is more than
+// ckptLate old; with keep (a parked writer), f stays open and is synced,
+// which makes the slot visible to other clients as a close would.
+func (l *Log) putCheckpoint(f segment.File, p *meta.Partition, cur *view, committedAt time.Time, keep bool) {
 	if l.cfg.Now().Sub(committedAt) > ckptLate {
 		return // too late: others may have committed and written since
 	}
@@ -176,6 +203,12 @@ func (l *Log) writeCheckpoint(p *meta.Partition, committedAt time.Time) {
 	}
 	if _, err := f.WriteAt(b, int64(p.Version%ckptSlots)*ckptSlotSize); err != nil {
 		l.cfg.Logger.Warn("checkpoint", "topic", l.cfg.Key.Topic, "partition", l.cfg.Key.Partition, "err", err)
+		return
+	}
+	if keep {
+		if err := f.Sync(); err != nil {
+			l.cfg.Logger.Warn("checkpoint", "topic", l.cfg.Key.Topic, "partition", l.cfg.Key.Partition, "err", err)
+		}
 	}
 }
 

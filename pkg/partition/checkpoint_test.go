@@ -48,7 +48,7 @@ func TestCheckpointServesReadsWithoutItemReads(t *testing.T) {
 	p, _ := e.store.Partition(ctx, e.key)
 	old := p
 	old.Version, old.NextOffset = p.Version-4, p.NextOffset-2
-	writer.writeCheckpoint(&old, e.clock.now())
+	writer.writeCheckpoint(&old, e.clock.now(), false, false)
 	e.clock.advance(10 * ckptFresh)
 	if b, err := reader.Bounds(ctx); err != nil || b.HighWatermark != p.NextOffset {
 		t.Fatalf("after a late checkpoint: %+v %v, want hw %d", b, err, p.NextOffset)

@@ -177,6 +177,10 @@ type Config struct {
 	// batch gets the writer's clock, never below an earlier batch's (I6),
 	// and a record carrying a timestamp is refused.
 	CreateTime bool
+	// SoloFor is how long after it last saw another writer a Log without
+	// HoldLease does not park its lease (park.go). Default DefaultSoloFor;
+	// negative: it never parks.
+	SoloFor time.Duration
 }
 
 // DefaultBusyWait is how long an append waits for a busy partition.
@@ -216,6 +220,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Rand == nil {
 		c.Rand = rand.Uint64
+	}
+	if c.SoloFor == 0 {
+		c.SoloFor = DefaultSoloFor
 	}
 }
 
@@ -322,6 +329,14 @@ type Log struct {
 	warm        bool
 	warmVersion uint64
 	warmActive  meta.SegmentInfo
+	// parked: without HoldLease, the last commit kept the lease for this
+	// Log, expired for every clock (park.go); holding is true too.
+	parked  bool
+	alone   bool         // this round found the partition as this Log left it (warm or parked)
+	solo    int          // rounds in a row that did
+	otherAt time.Time    // when another writer was last seen
+	itemAt  time.Time    // when the item was last read (acquire, or a parked refresh)
+	ckptF   segment.File // the checkpoint, kept open while parked (nil otherwise)
 
 	committed atomic.Pointer[view] // last view published: wakes waiters only
 	// ackedEnd is the end of the highest batch this Log acknowledged: no
@@ -428,6 +443,14 @@ func (l *Log) flush(ctx context.Context, batch []*pending) {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	apps, err := l.write(ctx, batch)
+	if errors.Is(err, errParkedFenced) {
+		// Another writer took the parked lease: nothing of the round was
+		// acknowledged. Again, deciding each batch afresh, with an acquire.
+		for _, p := range batch {
+			p.res = nil
+		}
+		apps, err = l.write(ctx, batch)
+	}
 	if errors.Is(err, errBusy) {
 		l.waitTurn(ctx, batch)
 		return
@@ -466,7 +489,7 @@ func (l *Log) chainRounds(ctx context.Context) {
 		}
 	}
 	l.again = false
-	if !l.cfg.HoldLease && l.holding {
+	if !l.cfg.HoldLease && l.holding && !l.parked {
 		l.releaseLease(ctx)
 	}
 	l.chained = 0
@@ -523,14 +546,21 @@ func (l *Log) write(ctx context.Context, batch []*pending) ([]Appended, error) {
 		next += int64(len(p.recs))
 		total += p.size
 	}
-	others, remove := l.collectStaged(now, seen, &next, &total)
+	var others []*staged
+	var remove []string
+	if !l.parked { // a parked round: nobody stages (park.go)
+		others, remove = l.collectStaged(now, seen, &next, &total)
+	}
+	if len(others) > 0 {
+		l.sawOther()
+	}
 	for _, p := range batch {
 		if p.staged != nil {
 			remove = append(remove, p.staged.name)
 		}
 	}
 	if len(own) == 0 && len(others) == 0 {
-		if !l.cfg.HoldLease {
+		if !l.cfg.HoldLease && !l.parked {
 			l.releaseLease(ctx)
 		}
 		l.removeStaged(remove)
@@ -639,12 +669,19 @@ func (l *Log) write(ctx context.Context, batch []*pending) ([]Appended, error) {
 		release = false
 		l.again = true
 	}
+	wasParked := l.parked
+	park := release && l.mayPark(len(others) > 0)
 	err = trace.Capture(ctx, trace.SpanCommit, func(ctx context.Context) error {
+		if park {
+			return l.cfg.Meta.Commit(ctx, st, false, parkedUntil, 0)
+		}
 		return l.cfg.Meta.Commit(ctx, st, release, l.cfg.Now(), l.cfg.LeaseTTL)
 	})
 	if err != nil {
-		if errors.Is(err, meta.ErrFenced) {
+		fenced := errors.Is(err, meta.ErrFenced)
+		if fenced {
 			l.cfg.Metrics.Conflict()
+			l.sawOther()
 		}
 		// Fenced or unknown: not acknowledged. Forget the writer; the next
 		// batch re-acquires and recovers from whatever was committed. (An
@@ -652,13 +689,24 @@ func (l *Log) write(ctx context.Context, batch []*pending) ([]Appended, error) {
 		// re-taking it counts as a takeover, so the next batch seals and
 		// rolls rather than continuing a file in an unknown state.)
 		l.closeWriter(false)
-		l.holding = false
+		l.holding, l.parked = false, false
+		if wasParked && fenced {
+			return nil, fmt.Errorf("%w: %w: commit: %w", ErrUnavailable, errParkedFenced, err)
+		}
 		return nil, fmt.Errorf("%w: commit: %w", ErrUnavailable, err)
 	}
 	committedAt := l.cfg.Now()
 	st.Version++ // the commit moved the item's version on
 	l.win.add(ents)
-	if release {
+	if l.alone && len(others) == 0 {
+		l.solo++
+	} else {
+		l.solo = 0
+	}
+	l.parked = park
+	if park {
+		st.LeaseUntil = parkedUntil.UnixMilli()
+	} else if release {
 		l.chained = 0
 		st.Owner = ""
 		l.holding = false
@@ -671,7 +719,7 @@ func (l *Log) write(ctx context.Context, batch []*pending) ([]Appended, error) {
 	l.lease = st
 	l.publish(&st)
 	if l.cfg.Checkpoint {
-		l.writeCheckpoint(&st, committedAt)
+		l.writeCheckpoint(&st, committedAt, wasParked, park)
 	}
 	// The staged files taken are their waiters' to remove, once they
 	// have read their answer: the leader's time is the partition's.
@@ -708,7 +756,18 @@ func replay(e batchEntry, p *pending) result {
 //     again. Were a failed roll to release the unsealed state, the next
 //     owner would see a clean release and continue the zombie's file.
 func (l *Log) ensureWriter(ctx context.Context) error {
+	if l.holding && l.parked {
+		ok, err := l.resumeParked(ctx)
+		if err != nil {
+			return err
+		}
+		if ok {
+			l.alone = true
+			return nil
+		}
+	}
 	if l.holding {
+		l.alone = false
 		return nil
 	}
 	if l.cfg.Now().Before(l.contended) && !l.waiting {
@@ -718,6 +777,7 @@ func (l *Log) ensureWriter(ctx context.Context) error {
 		// for the lease would cost a failed acquire, a write on the item
 		// every writer shares. An empty buffer: try the lease.
 		if names, err := l.listStaged(); err == nil && len(names) > 0 {
+			l.sawOther()
 			return fmt.Errorf("%w: %w: %v has batches waiting", ErrUnavailable, errBusy, l.cfg.Key)
 		}
 	}
@@ -730,6 +790,7 @@ func (l *Log) ensureWriter(ctx context.Context) error {
 		switch {
 		case errors.Is(err, meta.ErrLeaseHeld):
 			l.cfg.Metrics.Conflict()
+			l.sawOther()
 			l.contended = l.cfg.Now().Add(contendedFor)
 			return fmt.Errorf("%w: %w: %v: %w", ErrUnavailable, errBusy, l.cfg.Key, err)
 		case errors.Is(err, meta.ErrNotFound):
@@ -750,6 +811,11 @@ func (l *Log) ensureWriter(ctx context.Context) error {
 	}
 	l.holding, l.lease, l.lastSealed = true, st, nil
 	l.acquiredAt = l.cfg.Now()
+	l.itemAt = l.acquiredAt
+	l.alone = warm
+	if a.TakenOver {
+		l.sawOther() // or ourselves, restarted: either way, not alone
+	}
 	l.ensureCheckpoint()
 	l.winStale = !warm
 	if warm {
@@ -959,6 +1025,10 @@ func (l *Log) maybeRoll(st *meta.Partition, now time.Time, batchBytes int64) err
 func (l *Log) closeWriter(sync bool) {
 	l.bw.close()
 	l.bw = nil
+	if l.ckptF != nil {
+		l.ckptF.Close()
+		l.ckptF = nil
+	}
 	if l.w == nil {
 		return
 	}
@@ -982,7 +1052,7 @@ func (l *Log) releaseLease(ctx context.Context) {
 	if !l.holding {
 		return
 	}
-	l.holding = false
+	l.holding, l.parked = false, false
 	if l.w != nil {
 		l.closeWriter(false)
 	}
@@ -1018,11 +1088,10 @@ func (l *Log) Release(ctx context.Context) (bool, error) {
 		err = l.w.Close()
 		l.w = nil
 	}
-	l.bw.close()
-	l.bw = nil
-	l.warm = false // a writer kept open after its release: only its files
+	l.closeWriter(false) // the rest of its files
+	l.warm = false       // a writer kept open after its release: only its files
 	if l.holding {
-		l.holding = false
+		l.holding, l.parked = false, false
 		if cerr := l.cfg.Meta.Commit(ctx, l.lease, true, l.cfg.Now(), l.cfg.LeaseTTL); cerr != nil && err == nil {
 			err = fmt.Errorf("partition %v: release: %w", l.cfg.Key, cerr)
 		}
