@@ -116,8 +116,10 @@ func TestBenchCloudCounts(t *testing.T) {
 			t.Errorf("%d x %d: $%v per M, $%v per GB", c.Writers, c.Partitions, perM, perGB)
 		}
 	}
-	if c := res.Cells[0]; c.DDBWrites != 2*c.OK || c.DDBByOp["UpdateItem"] != 2*c.OK {
-		t.Errorf("one writer: DynamoDB %v for %d produces, want 2 UpdateItem each", c.DDBByOp, c.OK)
+	// One writer alone parks its lease after its first rounds (an acquire
+	// and a commit each): one UpdateItem a produce from then on.
+	if c := res.Cells[0]; c.DDBWrites != c.DDBByOp["UpdateItem"] || c.DDBWrites < c.OK || c.DDBWrites > c.OK+3 {
+		t.Errorf("one writer: DynamoDB %v for %d produces, want one UpdateItem each, and an acquire for each of the first three", c.DDBByOp, c.OK)
 	}
 	if tr := res.Tier; tr == nil || tr.Segments != 2 || tr.S3["put"] < 2 || tr.BytesFinalized < 32<<10 || tr.DDB["PutItem"] == 0 {
 		t.Errorf("tiering step: %+v", tr)

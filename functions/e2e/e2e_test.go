@@ -282,10 +282,13 @@ func TestFunctionsUnderRIE(t *testing.T) {
 	// X-Ray under the RIE: it does not pass X-Amzn-Trace-Id on to the
 	// runtime (its tracer is a no-op), so nothing is sampled, and there is
 	// no daemon: the instrumented path must simply work. Segment emission
-	// is tested in package lambdafn.
+	// is tested in package lambdafn. Through produce-b, the partition's
+	// writer so far: another container would take its parked lease over,
+	// sealing the active segment, and notify the compactor, which would
+	// tier the sealed segments before the scheduled run below.
 	traced := apigwEvent("POST", "/v1/topics/orders/partitions/0/records",
 		http.Header{"Content-Type": {"application/json"}}, []byte(`{"records":[{"value":"traced"}]}`))
-	if r := decodeAPIGW(t, s.produce.invoke(t, traced, sampledTrace())); r.Status != 200 {
+	if r := decodeAPIGW(t, s.produceB.invoke(t, traced, sampledTrace())); r.Status != 200 {
 		t.Fatalf("traced produce: %d %s", r.Status, r.Body)
 	}
 	hw := total + 1 // and the traced record

@@ -39,6 +39,7 @@ var scenarios = []scenario{
 	{name: "warm-container-after-another-wrote", run: warmAfterOtherWrote},
 	{name: "warm-container-thawed-after-takeover", run: warmThawedAfterTakeover},
 	{name: "parked-lease-taken-over-mid-round", run: parkedTakenOverMidRound},
+	{name: "waiters-answered-from-checkpoint", run: waitersFromCheckpoint},
 	{name: "parked-lease-frozen-before-commit", run: parkedFrozenBeforeCommit},
 	{name: "parked-lease-zombie-after-others-wrote", run: parkedZombieAfterOthersWrote},
 }
@@ -544,6 +545,38 @@ func parkedZombieAfterOthersWrote(sc *Script) {
 	sc.Append(a, 2, 0)
 	sc.Append(b, 1, 0)
 	sc.Append(a, 1, 0)
+	sc.Read(r, 0)
+	sc.Check()
+}
+
+// waitersFromCheckpoint: two batches wait their turn while h holds the
+// lease; each has read the item once, and then watches the checkpoint.
+// h's commit, then its chained round with their batches, show there; they
+// must be answered from it with the offsets the commit gave them (I7),
+// without waiting for their next read of the item.
+func waitersFromCheckpoint(sc *Script) {
+	sc.Checkpoint()
+	h := sc.Writer("h", false)
+	w1 := sc.Writer("w1", false)
+	w2 := sc.Writer("w2", false)
+	r := sc.Reader("r")
+	sc.Append(h, 1, 0)
+	sc.AppendKeyedUntil(h, 1, 0, opWrite, ".log") // h holds the lease
+	sc.AppendKeyedUntil(w1, 2, 0, opSleep, "")    // w1 staged; waits
+	sc.AppendKeyedUntil(w2, 3, 0, opSleep, "")
+	sc.Next(w1, opSleep, "") // its first poll: the item
+	sc.Next(w2, opSleep, "")
+	sc.Continue(h) // its batch, then a round for theirs
+	before, t0 := sc.Acked(), sc.Now()
+	sc.Next(w1, opSleep, "")
+	sc.Continue(w1)
+	sc.Continue(w2)
+	if d := sc.Now() - t0; d >= 200*time.Millisecond {
+		sc.Failf("the waiters were answered %v after the commit: from an item read, not the checkpoint", d)
+	}
+	if sc.Acked() != before+2 {
+		sc.Failf("the waiters were not both answered: %d acknowledged, want %d", sc.Acked(), before+2)
+	}
 	sc.Read(r, 0)
 	sc.Check()
 }

@@ -112,6 +112,13 @@ func (sc *Script) Until(a *Actor, c cmd, op, suffix string) {
 // Continue runs a until it is idle again.
 func (sc *Script) Continue(a *Actor) { sc.run(a, opIdle, "") }
 
+// Next steps a past the operation it is paused at and runs it until it is
+// about to do op on a name ending with suffix again.
+func (sc *Script) Next(a *Actor, op, suffix string) {
+	sc.stepActor(a)
+	sc.run(a, op, suffix)
+}
+
 func (sc *Script) run(a *Actor, op, suffix string) {
 	for i := 0; sc.err == nil; i++ {
 		if a.pendOp == op && strings.HasSuffix(a.pendName, suffix) && (op != opIdle || len(sc.W.cmds[a]) == 0) {

@@ -195,12 +195,25 @@ func (l *Log) waitTurn(ctx context.Context, batch []*pending) {
 	interval := pollMin
 	version := p0.Version // 0 unless read: the first poll reads the window
 	freePolls := 0
+	lookItem, itemAt := true, time.Time{}
 	for len(left) > 0 {
 		if err := l.cfg.Sleep(ctx, interval); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 			break
 		}
 		interval = min(interval*3/2, pollMax)
 		now := l.cfg.Now()
+		if l.cfg.Checkpoint && !lookItem && now.Sub(itemAt) < waitItemEvery {
+			// Between item reads, the checkpoint: a commit shows there
+			// as a newer version (waitCheckpoint).
+			var moved bool
+			left, moved, lookItem = l.waitCheckpoint(left, &version, finish)
+			if moved {
+				interval = pollMin
+			}
+			left = l.waitedOut(left, now, finish)
+			continue
+		}
+		lookItem, itemAt = false, now
 		cur, err := l.cfg.Meta.Partition(ctx, l.cfg.Key)
 		if err == nil && cur.Deleted {
 			for _, p := range left {
@@ -259,17 +272,61 @@ func (l *Log) waitTurn(ctx context.Context, batch []*pending) {
 				}
 			}
 		}
-		rest := left[:0:0]
-		for _, p := range left {
-			if !now.Before(p.deadline) {
-				l.removeStaged([]string{p.staged.name})
-				finish(p, result{err: fmt.Errorf("%w: %w: the batch waited its turn until its deadline; its outcome is unknown", ErrUnavailable, ErrWaitedOut)})
-			} else {
-				rest = append(rest, p)
-			}
-		}
-		left = rest
+		left = l.waitedOut(left, now, finish)
 	}
+}
+
+// waitItemEvery is how often a waiting batch reads the partition item when
+// the checkpoint has not sent it there (Config.Checkpoint): a lease freed
+// without a commit (a holder that crashed, or released with nothing to
+// commit) or a checkpoint not written is seen this late at worst.
+const waitItemEvery = 250 * time.Millisecond
+
+// waitCheckpoint is a waiting batch's look at the checkpoint: when it
+// shows a commit newer than version, the window is read to it and the
+// batches it decides are answered (the slot holds committed state only).
+// It returns the batches left, whether the checkpoint moved, and whether
+// the item is to be read next: a commit that left some of them undecided
+// may have freed the lease (their turn to lead), and a checkpoint that
+// cannot be read says nothing.
+func (l *Log) waitCheckpoint(left []*pending, version *uint64, finish func(*pending, result)) (_ []*pending, moved, lookItem bool) {
+	v, ok := l.readCheckpoint(true)
+	if !ok {
+		return left, false, true
+	}
+	if v.version <= *version {
+		return left, false, false
+	}
+	cur := v.partition(l.cfg.Key)
+	if err := l.win.refresh(l.cfg.FS, l.cfg.Dir, &cur, l.cfg.Now(), l.cfg.IdempotencyWindow); err != nil {
+		return left, false, true
+	}
+	*version = v.version
+	rest := left[:0:0]
+	for _, p := range left {
+		if r, ok := l.decided(p, &cur); ok {
+			l.removeStaged([]string{p.staged.name})
+			finish(p, r)
+		} else {
+			rest = append(rest, p)
+		}
+	}
+	return rest, true, len(rest) > 0
+}
+
+// waitedOut answers ErrWaitedOut for the batches whose deadline has passed
+// and returns the others.
+func (l *Log) waitedOut(left []*pending, now time.Time, finish func(*pending, result)) []*pending {
+	rest := left[:0:0]
+	for _, p := range left {
+		if !now.Before(p.deadline) {
+			l.removeStaged([]string{p.staged.name})
+			finish(p, result{err: fmt.Errorf("%w: %w: the batch waited its turn until its deadline; its outcome is unknown", ErrUnavailable, ErrWaitedOut)})
+		} else {
+			rest = append(rest, p)
+		}
+	}
+	return rest
 }
 
 // decided reports a waiting batch's answer if the committed state cur (with

@@ -126,6 +126,7 @@ func decodeCheckpoint(b []byte) (version uint64, v *view, ok bool) {
 		hw:       int64(binary.LittleEndian.Uint64(b[20:])),
 		logStart: int64(binary.LittleEndian.Uint64(b[28:])),
 		coldEnd:  int64(binary.LittleEndian.Uint64(b[36:])),
+		version:  version,
 	}
 	count := int(binary.LittleEndian.Uint32(b[44:]))
 	p := b[ckptFixed:]

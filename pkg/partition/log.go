@@ -265,15 +265,30 @@ type view struct {
 	logStart int64
 	coldEnd  int64
 	segs     []meta.SegmentInfo // sealed then active, by base offset
+	version  uint64             // the item version of the commit it is of
 }
 
 func viewOf(p *meta.Partition) *view {
-	v := &view{hw: p.NextOffset, logStart: p.LogStartOffset, coldEnd: p.ColdEnd}
+	v := &view{hw: p.NextOffset, logStart: p.LogStartOffset, coldEnd: p.ColdEnd, version: p.Version}
 	v.segs = append(v.segs, p.Sealed...)
 	if p.Active != nil {
 		v.segs = append(v.segs, *p.Active)
 	}
 	return v
+}
+
+// partition is the committed state v is of, as far as a view has it: the
+// last segment is taken for the active one (a window reading it again
+// later costs a read, never an answer).
+func (v *view) partition(k meta.PartitionKey) meta.Partition {
+	p := meta.Partition{Topic: k.Topic, TopicID: k.TopicID, Partition: k.Partition,
+		NextOffset: v.hw, LogStartOffset: v.logStart, ColdEnd: v.coldEnd, Version: v.version}
+	if n := len(v.segs); n > 0 {
+		p.Sealed = append([]meta.SegmentInfo(nil), v.segs[:n-1]...)
+		a := v.segs[n-1]
+		p.Active = &a
+	}
+	return p
 }
 
 // hotStart is the first offset the hot tier serves: the base of the first
