@@ -145,6 +145,7 @@ func (w *World) partCfg(a *Actor, cli *Client, pm *part, owner string, hold bool
 		Logger: slog.New(slog.DiscardHandler),
 		Sleep:  w.sleeper(a), Rand: w.rand64, BusyWait: w.busyWait,
 		Checkpoint: w.ckpt, CreateTime: w.createTime, SoloFor: w.soloFor,
+		Parallel: inTurn, // an actor does one operation at a time
 	}
 	return cfg
 }
@@ -415,5 +416,13 @@ func (w *World) checkRecords(pm *part, offset int64, recs []segRecord, who strin
 		if err := w.sawRecord(pm, r.Offset, &recs[i], who); err != nil {
 			w.fail(err)
 		}
+	}
+}
+
+// inTurn is partition.Config.Parallel for the simulation: one call after
+// another, on the actor's goroutine.
+func inTurn(n int, fn func(i int)) {
+	for i := range n {
+		fn(i)
 	}
 }

@@ -236,8 +236,8 @@ func (l *Log) waitTurn(ctx context.Context, batch []*pending) {
 			rest := left[:0:0]
 			for _, p := range left {
 				if r, ok := l.decided(p, &cur); moved && ok {
+					finish(p, r) // answered first: the remove is off its path
 					l.removeStaged([]string{p.staged.name})
-					finish(p, r)
 				} else {
 					rest = append(rest, p)
 				}
@@ -305,8 +305,8 @@ func (l *Log) waitCheckpoint(left []*pending, version *uint64, finish func(*pend
 	rest := left[:0:0]
 	for _, p := range left {
 		if r, ok := l.decided(p, &cur); ok {
+			finish(p, r) // answered first: the remove is off its path
 			l.removeStaged([]string{p.staged.name})
-			finish(p, r)
 		} else {
 			rest = append(rest, p)
 		}
@@ -361,6 +361,23 @@ func (l *Log) collectStaged(now time.Time, seen map[string]bool, next *int64, to
 	// A round that collects for too long risks its lease: stop after a
 	// quarter of it, and leave the rest to the next round.
 	budget := l.acquiredAt.Add(l.cfg.LeaseTTL / 4)
+	// The first few are read at once (each read is a round trip or two on
+	// a network file system, and they are independent); the loop decides
+	// in order, as if it had read each in turn.
+	var ahead []string
+	for _, name := range names {
+		if created, _ := parseStageName(name); created >= tooOld && len(ahead) < readAhead {
+			ahead = append(ahead, name)
+		}
+	}
+	read := make(map[string]stagedRead, len(ahead))
+	got := make([]stagedRead, len(ahead))
+	l.cfg.Parallel(len(ahead), func(i int) {
+		got[i].s, got[i].err = l.readStaged(ahead[i])
+	})
+	for i, name := range ahead {
+		read[name] = got[i]
+	}
 	for _, name := range names {
 		if len(take) > 0 && l.cfg.Now().After(budget) {
 			break
@@ -373,7 +390,11 @@ func (l *Log) collectStaged(now time.Time, seen map[string]bool, next *int64, to
 		if *total >= l.cfg.MaxFlushBytes {
 			break
 		}
-		s, err := l.readStaged(name)
+		r, ok := read[name]
+		if !ok {
+			r.s, r.err = l.readStaged(name)
+		}
+		s, err := r.s, r.err
 		if err != nil {
 			// Torn (its writer may still be writing it), gone (taken
 			// and removed), or unreadable: not ours to decide.
@@ -398,6 +419,14 @@ func (l *Log) collectStaged(now time.Time, seen map[string]bool, next *int64, to
 		*total += s.size
 	}
 	return take, remove
+}
+
+// readAhead is how many staged batches a round reads at once.
+const readAhead = 16
+
+type stagedRead struct {
+	s   *staged
+	err error
 }
 
 // othersWaiting reports, for a Log that keeps its lease between batches,

@@ -177,6 +177,11 @@ type Config struct {
 	// batch gets the writer's clock, never below an earlier batch's (I6),
 	// and a record carrying a timestamp is refused.
 	CreateTime bool
+	// Parallel runs fn(0), ..., fn(n-1), independent reads of files, and
+	// returns when all have. Default: each on its own goroutine (on a
+	// network file system each read is a round trip); the simulation runs
+	// them in turn.
+	Parallel func(n int, fn func(i int))
 	// SoloFor is how long after it last saw another writer a Log without
 	// HoldLease does not park its lease (park.go). Default DefaultSoloFor;
 	// negative: it never parks.
@@ -224,6 +229,21 @@ func (c *Config) applyDefaults() {
 	if c.SoloFor == 0 {
 		c.SoloFor = DefaultSoloFor
 	}
+	if c.Parallel == nil {
+		c.Parallel = parallel
+	}
+}
+
+func parallel(n int, fn func(i int)) {
+	if n == 1 {
+		fn(0)
+		return
+	}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { fn(i) })
+	}
+	wg.Wait()
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
@@ -352,6 +372,8 @@ type Log struct {
 	otherAt time.Time    // when another writer was last seen
 	itemAt  time.Time    // when the item was last read (acquire, or a parked refresh)
 	ckptF   segment.File // the checkpoint, kept open while parked (nil otherwise)
+	// stageMade: this Log made the write buffer's directory (or saw it).
+	stageMade bool
 
 	committed atomic.Pointer[view] // last view published: wakes waiters only
 	// ackedEnd is the end of the highest batch this Log acknowledged: no
