@@ -94,6 +94,11 @@ type Config struct {
 	// simulation's virtual ones). Default real ones.
 	Sleep func(ctx context.Context, d time.Duration) error
 	Rand  func() uint64
+	// Parallel and SoloFor are the partitions' (partition.Config): how
+	// independent reads run together (the simulation runs them in turn),
+	// and how soon a writer alone parks its lease. Zero: their defaults.
+	Parallel func(n int, fn func(i int))
+	SoloFor  time.Duration
 	// MaxOpenWriters bounds the partitions this process keeps writing
 	// with their files open (writers.go). Default: half the descriptor
 	// limit (RLIMIT_NOFILE), four descriptors each.
@@ -534,6 +539,8 @@ func (t *topic) part(ctx context.Context, p int) (*partition.Log, error) {
 		IdempotencyWindow:  c.IdempotencyWindow,
 		Sleep:              c.Sleep,
 		Rand:               c.Rand,
+		Parallel:           c.Parallel,
+		SoloFor:            c.SoloFor,
 		Checkpoint:         c.Checkpoint,
 		CreateTime:         t.cfg.TimestampType == TimestampCreate,
 	})
