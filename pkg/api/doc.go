@@ -42,10 +42,11 @@
 //     answer a redirect). A path with an empty segment ("//") is 404
 //     not_found. "%2F" inside a segment is part of the name (400). No
 //     answer is ever a 3xx: routes outside the route table (the local
-//     server's /metrics) are served by this handler too (WithRoute), behind the
-//     same canonicalisation, never by a ServeMux in front of it.
-//   - Validation happens before any broker call, in this order: path
-//     names, path numbers, query, body. Topic names follow
+//     server's /metrics) are served by this handler too (WithRoute),
+//     behind the same canonicalisation, never by a ServeMux in front of
+//     it.
+//   - Validation happens before any broker call: path names first, then
+//     path numbers, then headers, query and body. Topic names follow
 //     broker.ValidTopicName; group names the same rule
 //     (`^[A-Za-z0-9._-]{1,249}$`, not "." or "..").
 //   - Numbers in paths and queries are ASCII digits only: no sign, space,
