@@ -220,15 +220,19 @@ func (l *Log) persist(ctx context.Context, r *round) error {
 		if err := l.w.Append(r.recs); err != nil {
 			return fmt.Errorf("%w: append: %w", ErrUnavailable, err)
 		}
-		if err := l.w.Sync(); err != nil {
-			return fmt.Errorf("%w: %w", ErrUnavailable, err)
-		}
-		if len(r.entBytes) > 0 {
-			if err := l.bw.f.Sync(); err != nil {
-				return fmt.Errorf("%w: sync batch keys: %w", ErrUnavailable, err)
+		// The two fsyncs at once (independent files; each a durable round
+		// trip on a network file system): both before the commit.
+		var errs [2]error
+		l.cfg.Parallel(1+min(len(r.entBytes), 1), func(i int) {
+			if i == 0 {
+				if err := l.w.Sync(); err != nil {
+					errs[0] = fmt.Errorf("%w: %w", ErrUnavailable, err)
+				}
+			} else if err := l.bw.f.Sync(); err != nil {
+				errs[1] = fmt.Errorf("%w: sync batch keys: %w", ErrUnavailable, err)
 			}
-		}
-		return nil
+		})
+		return errors.Join(errs[0], errs[1])
 	})
 	if err != nil {
 		return err
