@@ -196,6 +196,7 @@ func (l *Log) waitTurn(ctx context.Context, batch []*pending) {
 	version := p0.Version // 0 unless read: the first poll reads the window
 	freePolls := 0
 	lookItem, itemAt := true, time.Time{}
+	var stamp ckptStamp // the checkpoint's, at the last look
 	for len(left) > 0 {
 		if err := l.cfg.Sleep(ctx, interval); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 			break
@@ -205,11 +206,8 @@ func (l *Log) waitTurn(ctx context.Context, batch []*pending) {
 		if l.cfg.Checkpoint && !lookItem && now.Sub(itemAt) < waitItemEvery {
 			// Between item reads, the checkpoint: a commit shows there
 			// as a newer version (waitCheckpoint).
-			var moved bool
-			left, moved, lookItem = l.waitCheckpoint(left, &version, finish)
-			if moved {
-				interval = pollMin
-			}
+			left, _, lookItem = l.waitCheckpoint(left, &version, &stamp, finish)
+			interval = ckptPoll
 			left = l.waitedOut(left, now, finish)
 			continue
 		}
@@ -282,15 +280,31 @@ func (l *Log) waitTurn(ctx context.Context, batch []*pending) {
 // commit) or a checkpoint not written is seen this late at worst.
 const waitItemEvery = 250 * time.Millisecond
 
+// ckptPoll is how often a waiting batch looks at the checkpoint: a round
+// of the holder's (acquire, write, fsync, commit) takes longer on EFS and
+// DynamoDB, and a look is a round trip.
+const ckptPoll = 10 * time.Millisecond
+
 // waitCheckpoint is a waiting batch's look at the checkpoint: when it
 // shows a commit newer than version, the window is read to it and the
 // batches it decides are answered (the slot holds committed state only).
-// It returns the batches left, whether the checkpoint moved, and whether
-// the item is to be read next: a commit that left some of them undecided
-// may have freed the lease (their turn to lead), and a checkpoint that
-// cannot be read says nothing.
-func (l *Log) waitCheckpoint(left []*pending, version *uint64, finish func(*pending, result)) (_ []*pending, moved, lookItem bool) {
-	v, ok := l.readCheckpoint(true)
+// It reads the file only when its attributes changed since the last look
+// (an open revalidates them on NFS; a change missed because two writes
+// share a modification time is seen at the next, or at the next read of
+// the item). It returns the batches left, whether the checkpoint moved,
+// and whether the item is to be read next: a commit that left some of them
+// undecided may have freed the lease (their turn to lead), and a
+// checkpoint that cannot be read says nothing.
+func (l *Log) waitCheckpoint(left []*pending, version *uint64, last *ckptStamp, finish func(*pending, result)) (_ []*pending, moved, lookItem bool) {
+	st, ok := l.checkpointStamp()
+	if !ok {
+		return left, false, true
+	}
+	if st == *last {
+		return left, false, false
+	}
+	*last = st
+	v, ok := l.readCheckpoint(false)
 	if !ok {
 		return left, false, true
 	}
