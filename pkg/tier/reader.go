@@ -80,27 +80,36 @@ func (e *DamageError) Unwrap() []error { return []error{ErrCorrupt, e.Err} }
 // A damaged index is reported to OnDamage and read around (the log is
 // scanned), so the records stay readable.
 func (r *Reader) Read(ctx context.Context, e meta.CatalogEntry, from int64, maxRecords, maxBytes int, o Options) ([]segment.Record, error) {
+	return r.ReadWith(ctx, e, from, maxRecords, maxBytes, o, nil)
+}
+
+// ReadWith is Read for a caller that is done with the records before it
+// reads again (segment.Scratch): a read of a whole artifact in the cache
+// copies its records into memory from sc rather than into memory made
+// for each read. (The cache keeps the artifact; its bytes are not handed
+// out.)
+func (r *Reader) ReadWith(ctx context.Context, e meta.CatalogEntry, from int64, maxRecords, maxBytes int, o Options, sc *segment.Scratch) ([]segment.Record, error) {
 	if from < e.Base || from >= e.NextOffset {
 		return nil, fmt.Errorf("tier: offset %d outside segment [%d, %d)", from, e.Base, e.NextOffset)
 	}
 	if maxRecords <= 0 {
 		return nil, nil // as segment.Reader.Read
 	}
-	recs, err := r.read(ctx, e, from, maxRecords, maxBytes, o)
+	recs, err := r.read(ctx, e, from, maxRecords, maxBytes, o, sc)
 	if errors.Is(err, ErrCorrupt) || errors.Is(err, objstore.ErrRange) {
 		return r.readDamaged(ctx, e, from, maxRecords, maxBytes, err)
 	}
 	return recs, err
 }
 
-func (r *Reader) read(ctx context.Context, e meta.CatalogEntry, from int64, maxRecords, maxBytes int, o Options) ([]segment.Record, error) {
+func (r *Reader) read(ctx context.Context, e meta.CatalogEntry, from int64, maxRecords, maxBytes int, o Options, sc *segment.Scratch) ([]segment.Record, error) {
 	if o.CacheEnabled {
 		if len(o.ReadAhead) > 0 || r.cache.Contains(objKey(e)) {
 			obj, err := r.whole(ctx, e, o.ReadAhead)
 			if err != nil {
 				return nil, err
 			}
-			return obj.read(from, maxRecords, maxBytes)
+			return obj.read(from, maxRecords, maxBytes, sc)
 		}
 	}
 	ix, err := r.indexes(ctx, e, o.CacheEnabled)
@@ -267,8 +276,8 @@ func (a *artifact) reader() *segment.Reader {
 	return segment.NewReader(bytesReaderAt(a.log), segment.ID{Base: a.e.Base, Epoch: a.e.Epoch}, int64(len(a.log)), a.ix.offs, a.ix.times)
 }
 
-func (a *artifact) read(from int64, maxRecords, maxBytes int) ([]segment.Record, error) {
-	recs, err := a.reader().Read(from, maxRecords, maxBytes)
+func (a *artifact) read(from int64, maxRecords, maxBytes int, sc *segment.Scratch) ([]segment.Record, error) {
+	recs, err := a.reader().ReadWith(from, maxRecords, maxBytes, sc)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, a.e.Key, err)
 	}
