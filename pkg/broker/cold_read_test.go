@@ -42,7 +42,7 @@ func coldBacklog(t *testing.T, e *coldEnv, topic string, segBytes int64, n int) 
 func TestColdFetchAnswerReadsIntoScratch(t *testing.T) {
 	e := newColdEnvOn(t, true, mem.New())
 	const topic, maxBytes = "scratch", 64 << 10
-	hotStart := coldBacklog(t, e, topic, 1<<20, 3000)
+	hotStart := coldBacklog(t, e, topic, 1<<20, 8000)
 	pass := func() (fetches int) {
 		for off := int64(0); off < hotStart; fetches++ {
 			var next int64
@@ -63,10 +63,13 @@ func TestColdFetchAnswerReadsIntoScratch(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	fetches := pass()
 	runtime.ReadMemStats(&after)
-	// A fetch reads maxBytes and a little more. With -race a pool drops a
-	// quarter of what is put back, so a quarter of the fetches allocate.
-	if per := int64(after.TotalAlloc-before.TotalAlloc) / int64(fetches); per > maxBytes/2 {
-		t.Errorf("%d bytes allocated per cold fetch of %d bytes (%d fetches)", per, maxBytes, fetches)
+	// A fetch reads a window of maxBytes and the segment reader's slack
+	// (64 KiB): made per fetch, that is 128 KiB a fetch. Pooled, it is
+	// made again only when a pool drops it: 5 KB a fetch here, 37-46 KB
+	// with -race (a pool then drops a quarter of what is put back).
+	const window = maxBytes + 64<<10
+	if per := int64(after.TotalAlloc-before.TotalAlloc) / int64(fetches); per > window*3/4 {
+		t.Errorf("%d bytes allocated per cold fetch of a %d-byte window (%d fetches)", per, window, fetches)
 	}
 }
 
