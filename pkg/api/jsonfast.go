@@ -53,30 +53,39 @@ var jsonSafe = func() (t [256]bool) {
 }()
 
 // printableASCII reports whether every byte of b is in 0x20..0x7f: no
-// control character, nothing of 0x80 and above. Four words a round, three
-// operations a word (a borrow can mark bytes above a true mark only).
+// control character, nothing of 0x80 and above. Eight words a round,
+// three operations a word (a borrow can mark bytes above a true mark
+// only). The loops take b apart from its front, which spares the bounds
+// checks that indexing from a counter costs each load: with them this ran
+// at less than half the speed.
 func printableASCII(b []byte) bool {
 	var m uint64
-	i := 0
-	for ; i+32 <= len(b); i += 32 {
-		w0 := binary.LittleEndian.Uint64(b[i:])
-		w1 := binary.LittleEndian.Uint64(b[i+8:])
-		w2 := binary.LittleEndian.Uint64(b[i+16:])
-		w3 := binary.LittleEndian.Uint64(b[i+24:])
-		m |= (w0 - swarOnes*0x20) | w0 | (w1 - swarOnes*0x20) | w1 | (w2 - swarOnes*0x20) | w2 | (w3 - swarOnes*0x20) | w3
+	for len(b) >= 64 {
+		w0 := binary.LittleEndian.Uint64(b[0:])
+		w1 := binary.LittleEndian.Uint64(b[8:])
+		w2 := binary.LittleEndian.Uint64(b[16:])
+		w3 := binary.LittleEndian.Uint64(b[24:])
+		w4 := binary.LittleEndian.Uint64(b[32:])
+		w5 := binary.LittleEndian.Uint64(b[40:])
+		w6 := binary.LittleEndian.Uint64(b[48:])
+		w7 := binary.LittleEndian.Uint64(b[56:])
+		m |= (w0 - swarOnes*0x20) | w0 | (w1 - swarOnes*0x20) | w1 | (w2 - swarOnes*0x20) | w2 | (w3 - swarOnes*0x20) | w3 |
+			(w4 - swarOnes*0x20) | w4 | (w5 - swarOnes*0x20) | w5 | (w6 - swarOnes*0x20) | w6 | (w7 - swarOnes*0x20) | w7
 		if m&swarHighs != 0 {
 			return false
 		}
+		b = b[64:]
 	}
-	for ; i+8 <= len(b); i += 8 {
-		w := binary.LittleEndian.Uint64(b[i:])
+	for len(b) >= 8 {
+		w := binary.LittleEndian.Uint64(b)
 		m |= (w - swarOnes*0x20) | w
+		b = b[8:]
 	}
 	if m&swarHighs != 0 {
 		return false
 	}
-	for ; i < len(b); i++ {
-		if b[i] < 0x20 || b[i] >= 0x80 {
+	for _, c := range b {
+		if c < 0x20 || c >= 0x80 {
 			return false
 		}
 	}

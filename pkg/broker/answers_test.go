@@ -137,20 +137,38 @@ func TestFetchAnswerKeptWhileBoundsHold(t *testing.T) {
 // TestFetchAnswerReadBuffers: FetchAnswer reads records into buffers that
 // later fetches reuse; concurrent fetches never see each other's, and
 // every record an encoder is handed is the record at its offset until the
-// encoder returns.
+// encoder returns. In the hot tier, and in the cold tier (below the last
+// segment) of each store, read whole from the cache or in place.
 func TestFetchAnswerReadBuffers(t *testing.T) {
-	e := newColdEnv(t, true)
+	t.Run("hot", func(t *testing.T) { fetchAnswerReadBuffers(t, newColdEnv(t, true), false) })
+	for _, st := range coldStores {
+		t.Run("tiered/"+st.name, func(t *testing.T) { fetchAnswerReadBuffers(t, newColdEnvOn(t, true, st.new(t)), true) })
+	}
+}
+
+func fetchAnswerReadBuffers(t *testing.T, e *coldEnv, tiered bool) {
 	const topic, n = "bufs", 400
-	if _, err := e.b.CreateTopic(e.ctx, broker.TopicSpec{Name: topic, Partitions: ref(1)}); err != nil {
+	spec := broker.TopicSpec{Name: topic, Partitions: ref(1)}
+	if tiered {
+		spec.SegmentBytes = ref(int64(8 << 10))
+	}
+	if _, err := e.b.CreateTopic(e.ctx, spec); err != nil {
 		t.Fatal(err)
 	}
 	value := func(off int64) string { return fmt.Sprintf("v%05d-%0*d", off, int(off%300), off) }
-	recs := make([]broker.ProduceRecord, n)
-	for i := range recs {
-		recs[i] = broker.ProduceRecord{Value: []byte(value(int64(i)))}
+	for i := 0; i < n; i += 50 {
+		recs := make([]broker.ProduceRecord, 50)
+		for j := range recs {
+			recs[j] = broker.ProduceRecord{Value: []byte(value(int64(i + j)))}
+		}
+		if _, err := e.b.ProducePartition(e.ctx, topic, 0, recs); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if _, err := e.b.ProducePartition(e.ctx, topic, 0, recs); err != nil {
-		t.Fatal(err)
+	if tiered {
+		if hotStart := e.tier(topic); hotStart < n/2 {
+			t.Fatalf("hot start %d: want most records tiered", hotStart)
+		}
 	}
 	check := func(res *broker.FetchResult, from int64) error {
 		for i, r := range res.Records {

@@ -918,7 +918,7 @@ func (b *Broker) fetch(ctx context.Context, req FetchRequest, lk *lookup) (Fetch
 		return FetchResult{}, nil
 	}
 	if errors.Is(err, partition.ErrNotHot) {
-		recs, bounds, err = b.fetchCold(ctx, t, l, req.Partition, req.Offset, maxRecords, maxBytes, bounds)
+		recs, bounds, err = b.fetchCold(ctx, t, l, req.Partition, req.Offset, maxRecords, maxBytes, bounds, sc)
 	}
 	if err != nil {
 		return FetchResult{}, t.mapErr(ctx, err)
@@ -941,9 +941,10 @@ const raceRetries = 3
 // of range (416, never 500); at or past the hot start reads the hot tier.
 // bounds are those of the hot read that sent the fetch here: a cold read
 // that succeeds answers with them, costing no metadata read of its own.
-func (b *Broker) fetchCold(ctx context.Context, t *topic, l *partition.Log, p int, offset int64, maxRecords, maxBytes int, bounds partition.Bounds) ([]Record, partition.Bounds, error) {
+// Records are read into memory from sc, as hot reads are (nil: make).
+func (b *Broker) fetchCold(ctx context.Context, t *topic, l *partition.Log, p int, offset int64, maxRecords, maxBytes int, bounds partition.Bounds, sc *segment.Scratch) ([]Record, partition.Bounds, error) {
 	for attempt := 1; ; attempt++ {
-		recs, err := b.readCold(ctx, t, p, offset, maxRecords, maxBytes)
+		recs, err := b.readCold(ctx, t, p, offset, maxRecords, maxBytes, sc)
 		if err == nil {
 			return recs, bounds, nil
 		}
@@ -997,7 +998,7 @@ func (b *Broker) coldDamaged(t *topic, p int, de *tier.DamageError) error {
 }
 
 // readCold reads offset from the cold tier through the catalog.
-func (b *Broker) readCold(ctx context.Context, t *topic, p int, offset int64, maxRecords, maxBytes int) ([]Record, error) {
+func (b *Broker) readCold(ctx context.Context, t *topic, p int, offset int64, maxRecords, maxBytes int, sc *segment.Scratch) ([]Record, error) {
 	if b.cold == nil {
 		return nil, fmt.Errorf("broker: offset %d of %s/%d is tiered but no cold tier is configured", offset, t.cfg.Name, p)
 	}
@@ -1013,8 +1014,8 @@ func (b *Broker) readCold(ctx context.Context, t *topic, p int, offset int64, ma
 	if len(entries) == 0 || entries[0].Base > offset {
 		return nil, fmt.Errorf("broker: offset %d of %s/%d is in no catalog entry", offset, t.cfg.Name, p)
 	}
-	recs, err := b.cold.Read(ctx, entries[0], offset, maxRecords, maxBytes,
-		tier.Options{CacheEnabled: t.cfg.CacheEnabled, ReadAhead: entries[1:]})
+	recs, err := b.cold.ReadWith(ctx, entries[0], offset, maxRecords, maxBytes,
+		tier.Options{CacheEnabled: t.cfg.CacheEnabled, ReadAhead: entries[1:]}, sc)
 	if errors.Is(err, objstore.ErrNotFound) {
 		err = &missingArtifactError{key: entries[0].Key, next: entries[0].NextOffset, err: err}
 	}

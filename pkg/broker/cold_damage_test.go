@@ -21,15 +21,18 @@ import (
 // is scanned instead, and the damage is counted. Never another error.
 func TestColdDamageTable(t *testing.T) {
 	kinds := []string{"log byte", "index byte", "time index byte", "truncated", "deleted"}
-	for _, cache := range []bool{false, true} {
-		for _, kind := range kinds {
-			t.Run(fmt.Sprintf("%s/cache=%v", kind, cache), func(t *testing.T) { coldDamage(t, kind, cache) })
+	for _, st := range coldStores {
+		for _, cache := range []bool{false, true} {
+			for _, kind := range kinds {
+				t.Run(fmt.Sprintf("%s/%s/cache=%v", st.name, kind, cache), func(t *testing.T) {
+					coldDamage(t, newColdEnvOn(t, cache, st.new(t)), kind, cache)
+				})
+			}
 		}
 	}
 }
 
-func coldDamage(t *testing.T, kind string, cache bool) {
-	e := newColdEnv(t, cache)
+func coldDamage(t *testing.T, e *coldEnv, kind string, cache bool) {
 	const topic, n = "d", 600
 	if _, err := e.b.CreateTopic(e.ctx, broker.TopicSpec{Name: topic, SegmentBytes: ref(int64(8 << 10)), CacheEnabled: ref(cache)}); err != nil {
 		t.Fatal(err)

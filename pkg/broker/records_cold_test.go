@@ -14,6 +14,8 @@ import (
 	"github.com/tierlog/tierlog/pkg/meta"
 	"github.com/tierlog/tierlog/pkg/meta/local"
 	"github.com/tierlog/tierlog/pkg/metrics"
+	"github.com/tierlog/tierlog/pkg/objstore"
+	objlocal "github.com/tierlog/tierlog/pkg/objstore/local"
 	"github.com/tierlog/tierlog/pkg/objstore/mem"
 	"github.com/tierlog/tierlog/pkg/tier"
 )
@@ -27,12 +29,35 @@ type coldEnv struct {
 	b     *broker.Broker
 	c     *compactor.Compactor
 	store *local.Store
-	objs  *mem.Store
+	objs  objstore.Store
 	m     *metrics.Set
 	cfg   broker.Config
 }
 
 func newColdEnv(t *testing.T, cache bool) *coldEnv {
+	t.Helper()
+	return newColdEnvOn(t, cache, mem.New())
+}
+
+// coldStores are the object stores the cold-tier tests run on: in memory
+// (read with ranged Gets, or whole with the cache) and files on this
+// machine (objstore.Files: read in place, as the local server reads them).
+var coldStores = []struct {
+	name string
+	new  func(t *testing.T) objstore.Store
+}{
+	{"mem", func(*testing.T) objstore.Store { return mem.New() }},
+	{"files", func(t *testing.T) objstore.Store {
+		s, err := objlocal.New(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}},
+}
+
+// newColdEnvOn is newColdEnv on the object store objects.
+func newColdEnvOn(t *testing.T, cache bool, objects objstore.Store) *coldEnv {
 	t.Helper()
 	e := &coldEnv{t: t, ctx: context.Background(), clock: &raceClock{}}
 	e.clock.ms.Store(1_700_000_000_000)
@@ -42,7 +67,6 @@ func newColdEnv(t *testing.T, cache bool) *coldEnv {
 	}
 	t.Cleanup(func() { st.Close() })
 	e.store = st
-	objects := mem.New()
 	e.objs, e.m = objects, &metrics.Set{}
 	dir := t.TempDir()
 	cfg := broker.Config{DataDir: dir, Meta: st, Objects: objects, Now: e.clock.now, IndexIntervalBytes: 256, Metrics: e.m}
@@ -120,13 +144,16 @@ func sameHeaders(a, b []broker.Header) bool {
 // scan, for timestamps answered in either tier and for none. With and
 // without the cold-tier cache (the artifact read whole, or by sections).
 func TestCreateTimeAcrossTiers(t *testing.T) {
-	for _, cache := range []bool{false, true} {
-		t.Run(fmt.Sprintf("cache=%v", cache), func(t *testing.T) { createTimeAcrossTiers(t, cache) })
+	for _, st := range coldStores {
+		for _, cache := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/cache=%v", st.name, cache), func(t *testing.T) {
+				createTimeAcrossTiers(t, newColdEnvOn(t, cache, st.new(t)), cache)
+			})
+		}
 	}
 }
 
-func createTimeAcrossTiers(t *testing.T, cache bool) {
-	e := newColdEnv(t, cache)
+func createTimeAcrossTiers(t *testing.T, e *coldEnv, cache bool) {
 	const topic, n = "events", 10000
 	if _, err := e.b.CreateTopic(e.ctx, broker.TopicSpec{Name: topic, SegmentBytes: ref(int64(16 << 10)),
 		TimestampType: ref(broker.TimestampCreate), CacheEnabled: ref(cache)}); err != nil {

@@ -94,9 +94,43 @@ func (c *Counters) done(op Op, err error) {
 }
 
 // Counting returns a Store that forwards every call to s and counts it in
-// c. Several Stores may share one Counters.
+// c. Several Stores may share one Counters. If s is Files, so is the
+// Store returned: each ReadAt of an opened object counts as a Get (the
+// ranged GET it stands for), and an open that fails as a failed Get.
 func Counting(s Store, c *Counters) Store {
-	return &counting{s: s, c: c}
+	w := &counting{s: s, c: c}
+	if f, ok := s.(Files); ok {
+		return &countingFiles{counting: w, f: f}
+	}
+	return w
+}
+
+type countingFiles struct {
+	*counting
+	f Files
+}
+
+var _ Files = (*countingFiles)(nil)
+
+func (w *countingFiles) OpenObject(ctx context.Context, key string) (Object, error) {
+	o, err := w.f.OpenObject(ctx, key)
+	if err != nil {
+		w.c.done(OpGet, err)
+		return nil, err
+	}
+	return &countingObject{Object: o, c: w.c}, nil
+}
+
+type countingObject struct {
+	Object
+	c *Counters
+}
+
+func (o *countingObject) ReadAt(p []byte, off int64) (int, error) {
+	n, err := o.Object.ReadAt(p, off)
+	o.c.done(OpGet, err)
+	o.c.bytesDown.Add(int64(n))
+	return n, err
 }
 
 type counting struct {

@@ -96,6 +96,26 @@ type Store interface {
 	Delete(ctx context.Context, key string) error
 }
 
+// Files is implemented by a Store whose objects are files on this
+// machine (objstore/local): a reader of many ranges of an object opens it
+// once and reads each range into memory of its own, as a segment file is
+// read, where Get would make a slice per range. Counting keeps it.
+type Files interface {
+	Store
+	// OpenObject opens the object under key for reads, or returns an
+	// error wrapping ErrNotFound if there is none. The caller closes it.
+	// An object is never changed in place (a Put replaces it whole), so
+	// an open object reads as it was when opened.
+	OpenObject(ctx context.Context, key string) (Object, error)
+}
+
+// Object is an object opened for reads (Files.OpenObject). ReadAt is
+// io.ReaderAt's: a read past the end is short, with io.EOF.
+type Object interface {
+	io.ReaderAt
+	io.Closer
+}
+
 // CheckKey returns an error wrapping ErrInvalidKey if key is not a valid
 // object key (see the package doc), else nil. Adapters call it before any
 // I/O, so every adapter accepts the same keys, and the local adapter can

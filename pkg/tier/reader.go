@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tierlog/tierlog/pkg/index"
 	"github.com/tierlog/tierlog/pkg/meta"
@@ -19,6 +21,14 @@ import (
 //   - read-ahead (cache enabled, ReadAhead > 0): 1 GET of the whole
 //     artifact the first time, 0 while it stays cached, plus one GET per
 //     segment read ahead.
+//
+// A store whose objects are files on this machine (objstore.Files: the
+// local server's) is read in place instead, as the hot tier reads segment
+// files: the indexes as above, then the window the limits allow, read
+// into the caller's memory. No artifact is loaded whole, and ReadAhead is
+// not used: the page cache keeps what was read, and the kernel reads
+// ahead. (Loading a 16 MiB artifact, copying it and checking its CRC cost
+// a reader catching up on a backlog more than its reads.)
 //
 // It is safe for concurrent use.
 type Reader struct {
@@ -49,6 +59,9 @@ type Options struct {
 type indexes struct {
 	offs  index.Offsets
 	times index.Times
+	// hdr is the artifact's log header verdict, once an in-place read
+	// checked it: it never changes, and a fetch should not read it again.
+	hdr atomic.Pointer[segment.HeaderVerdict]
 }
 
 func (ix *indexes) size() int64 {
@@ -80,27 +93,39 @@ func (e *DamageError) Unwrap() []error { return []error{ErrCorrupt, e.Err} }
 // A damaged index is reported to OnDamage and read around (the log is
 // scanned), so the records stay readable.
 func (r *Reader) Read(ctx context.Context, e meta.CatalogEntry, from int64, maxRecords, maxBytes int, o Options) ([]segment.Record, error) {
+	return r.ReadWith(ctx, e, from, maxRecords, maxBytes, o, nil)
+}
+
+// ReadWith is Read for a caller that is done with the records before it
+// reads again (segment.Scratch): a read of a whole artifact in the cache
+// copies its records into memory from sc rather than into memory made
+// for each read. (The cache keeps the artifact; its bytes are not handed
+// out.)
+func (r *Reader) ReadWith(ctx context.Context, e meta.CatalogEntry, from int64, maxRecords, maxBytes int, o Options, sc *segment.Scratch) ([]segment.Record, error) {
 	if from < e.Base || from >= e.NextOffset {
 		return nil, fmt.Errorf("tier: offset %d outside segment [%d, %d)", from, e.Base, e.NextOffset)
 	}
 	if maxRecords <= 0 {
 		return nil, nil // as segment.Reader.Read
 	}
-	recs, err := r.read(ctx, e, from, maxRecords, maxBytes, o)
+	recs, err := r.read(ctx, e, from, maxRecords, maxBytes, o, sc)
 	if errors.Is(err, ErrCorrupt) || errors.Is(err, objstore.ErrRange) {
 		return r.readDamaged(ctx, e, from, maxRecords, maxBytes, err)
 	}
 	return recs, err
 }
 
-func (r *Reader) read(ctx context.Context, e meta.CatalogEntry, from int64, maxRecords, maxBytes int, o Options) ([]segment.Record, error) {
+func (r *Reader) read(ctx context.Context, e meta.CatalogEntry, from int64, maxRecords, maxBytes int, o Options, sc *segment.Scratch) ([]segment.Record, error) {
+	if files, ok := r.objects.(objstore.Files); ok {
+		return r.readInPlace(ctx, files, e, from, maxRecords, maxBytes, o.CacheEnabled, sc)
+	}
 	if o.CacheEnabled {
 		if len(o.ReadAhead) > 0 || r.cache.Contains(objKey(e)) {
 			obj, err := r.whole(ctx, e, o.ReadAhead)
 			if err != nil {
 				return nil, err
 			}
-			return obj.read(from, maxRecords, maxBytes)
+			return obj.read(from, maxRecords, maxBytes, sc)
 		}
 	}
 	ix, err := r.indexes(ctx, e, o.CacheEnabled)
@@ -152,6 +177,42 @@ func (r *Reader) read(ctx context.Context, e meta.CatalogEntry, from int64, maxR
 		// below the segment's end.
 		end = e.LogLen
 	}
+}
+
+// readInPlace is read from a store whose objects are files: a segment
+// reader over the artifact's log section, through its indexes (cached when
+// useCache), reads what the limits allow into memory from sc. Records that
+// fail their checks are ErrCorrupt, for Read to go around them.
+func (r *Reader) readInPlace(ctx context.Context, files objstore.Files, e meta.CatalogEntry, from int64, maxRecords, maxBytes int, useCache bool, sc *segment.Scratch) ([]segment.Record, error) {
+	ix, err := r.indexes(ctx, e, useCache)
+	if errors.Is(err, ErrCorrupt) || errors.Is(err, objstore.ErrRange) {
+		r.damaged(e, err)
+		ix, err = &indexes{}, nil // scan the log from its start
+	}
+	if err != nil {
+		return nil, err
+	}
+	obj, err := files.OpenObject(ctx, e.Key)
+	if err != nil {
+		return nil, fmt.Errorf("tier: read %s: %w", e.Key, err)
+	}
+	defer obj.Close()
+	sr := segment.NewReaderChecked(io.NewSectionReader(obj, e.LogOff, e.LogLen), segment.ID{Base: e.Base, Epoch: e.Epoch}, e.LogLen, ix.offs, ix.times, ix.hdr.Load())
+	recs, err := sr.ReadWith(from, maxRecords, maxBytes, sc)
+	if v := sr.HeaderVerdict(); v != nil {
+		ix.hdr.CompareAndSwap(nil, v)
+	}
+	switch {
+	case errors.Is(err, segment.ErrCorrupt) || errors.Is(err, segment.ErrTruncated):
+		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, e.Key, err)
+	case err != nil:
+		return nil, fmt.Errorf("tier: read %s: %w", e.Key, err)
+	case len(recs) == 0:
+		// from < NextOffset, yet the log does not hold it: the entry and
+		// the bytes disagree.
+		return nil, fmt.Errorf("%w: %s: offset %d not found in the log", ErrCorrupt, e.Key, from)
+	}
+	return recs, nil
 }
 
 // readDamaged reads from offset from of e after a read failed its checks
@@ -267,8 +328,8 @@ func (a *artifact) reader() *segment.Reader {
 	return segment.NewReader(bytesReaderAt(a.log), segment.ID{Base: a.e.Base, Epoch: a.e.Epoch}, int64(len(a.log)), a.ix.offs, a.ix.times)
 }
 
-func (a *artifact) read(from int64, maxRecords, maxBytes int) ([]segment.Record, error) {
-	recs, err := a.reader().Read(from, maxRecords, maxBytes)
+func (a *artifact) read(from int64, maxRecords, maxBytes int, sc *segment.Scratch) ([]segment.Record, error) {
+	recs, err := a.reader().ReadWith(from, maxRecords, maxBytes, sc)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, a.e.Key, err)
 	}

@@ -51,7 +51,7 @@ type Store struct {
 	tmp     string // <root>/tmp
 }
 
-var _ objstore.Store = (*Store)(nil)
+var _ objstore.Files = (*Store)(nil)
 
 // New opens (creating if needed) a store rooted at dir, and removes temp
 // files that crashed writers left more than an hour ago.
@@ -258,6 +258,32 @@ func (s *Store) Get(ctx context.Context, key string, off, n int64) ([]byte, erro
 		err = io.ErrUnexpectedEOF
 	}
 	return nil, fmt.Errorf("objstore/local: key %q: read %d of %d bytes at %d: %w", key, got, len(b), start, err)
+}
+
+// OpenObject implements objstore.Files: the object's file, open for
+// reads. A Put replaces the file by a rename, so the open file stays the
+// object as it was.
+func (s *Store) OpenObject(ctx context.Context, key string) (objstore.Object, error) {
+	if err := objstore.CheckKey(key); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(s.path(key))
+	if err != nil {
+		return nil, s.openErr(key, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("objstore/local: key %q: %w", key, err)
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%w: key %q", objstore.ErrNotFound, key)
+	}
+	return f, nil
 }
 
 // openErr maps a failed open or stat of key's file.

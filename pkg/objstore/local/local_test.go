@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -243,5 +244,53 @@ func helperProcess(dir string) {
 			fmt.Println("ERR", err)
 			os.Exit(1)
 		}
+	}
+}
+
+// TestOpenObject reads an object in place (objstore.Files): ranges of it,
+// a read past its end short with io.EOF, ErrNotFound for a missing key
+// and ErrInvalidKey for a bad one; an object replaced by a Put while open
+// reads as it was when opened. Counting keeps the method and counts each
+// read as a Get.
+func TestOpenObject(t *testing.T) {
+	ctx := context.Background()
+	s, err := local.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c objstore.Counters
+	files, ok := objstore.Counting(s, &c).(objstore.Files)
+	if !ok {
+		t.Fatal("Counting of a local store is not objstore.Files")
+	}
+	if err := s.Put(ctx, "a/b", strings.NewReader("0123456789"), 10); err != nil {
+		t.Fatal(err)
+	}
+	o, err := files.OpenObject(ctx, "a/b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	if err := s.Put(ctx, "a/b", strings.NewReader("abcdefghij"), 10); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4)
+	if n, err := o.ReadAt(buf, 3); n != 4 || err != nil || string(buf) != "3456" {
+		t.Errorf("ReadAt(4 at 3) = %d, %v, %q; want 4, nil, \"3456\" (the object as opened)", n, err, buf[:n])
+	}
+	if n, err := o.ReadAt(buf, 8); n != 2 || !errors.Is(err, io.EOF) || string(buf[:n]) != "89" {
+		t.Errorf("ReadAt(4 at 8) = %d, %v, %q; want 2, EOF, \"89\"", n, err, buf[:n])
+	}
+	if got := c.Calls(objstore.OpGet); got != 2 || c.BytesDown() != 6 || c.Errors(objstore.OpGet) != 1 {
+		t.Errorf("counted %d gets (%d failed), %d bytes down; want 2 (1), 6", got, c.Errors(objstore.OpGet), c.BytesDown())
+	}
+	if _, err := files.OpenObject(ctx, "a/missing"); !errors.Is(err, objstore.ErrNotFound) {
+		t.Errorf("OpenObject of a missing key: %v, want ErrNotFound", err)
+	}
+	if _, err := files.OpenObject(ctx, "a"); !errors.Is(err, objstore.ErrNotFound) {
+		t.Errorf("OpenObject of a directory of keys: %v, want ErrNotFound", err)
+	}
+	if _, err := files.OpenObject(ctx, "../x"); !errors.Is(err, objstore.ErrInvalidKey) {
+		t.Errorf("OpenObject of ../x: %v, want ErrInvalidKey", err)
 	}
 }
