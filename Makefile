@@ -6,14 +6,14 @@ GO       ?= go
 LISTEN   ?=
 DATA_DIR ?=
 
-.PHONY: run test vet fmt-check build build-functions cli bench bench-all clean simulate
+.PHONY: run test vet lint staticcheck fmt-check build build-functions cli bench bench-all clean simulate
 
 ## run: start tierlog locally on the embedded default (no AWS needed)
 run:
 	$(GO) run ./cmd/tierlog serve $(if $(LISTEN),--listen $(LISTEN)) $(if $(DATA_DIR),--data-dir $(DATA_DIR))
 
 ## test: every test, with the race detector (and the CDK module's tests)
-test: fmt-check vet test-deps
+test: fmt-check lint test-deps
 	$(GO) test -race -count=1 -timeout 30m ./...
 	$(MAKE) cdk-test
 
@@ -24,6 +24,14 @@ test-deps:
 
 vet:
 	$(GO) vet ./...
+
+## lint: go vet and staticcheck (pinned in tools/staticcheck/go.mod)
+lint: vet staticcheck
+
+# staticcheck reads its checks from staticcheck.conf files where a
+# directory has one.
+staticcheck:
+	$(GO) tool -modfile=tools/staticcheck/go.mod staticcheck ./...
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
