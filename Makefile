@@ -13,7 +13,7 @@ DATA_DIR ?=
 run:
 	$(GO) run ./cmd/tierlog serve $(if $(LISTEN),--listen $(LISTEN)) $(if $(DATA_DIR),--data-dir $(DATA_DIR))
 
-## unit: the development loop: every test that needs neither Node.js nor a child process, with the race detector (-short skips the others; UNIT_SIM_SEEDS simulation seeds)
+## unit: the development loop: every test that needs no Node.js and starts no program but the go command, with the race detector (-short skips the others; UNIT_SIM_SEEDS simulation seeds)
 UNIT_SIM_SEEDS ?= 200
 unit:
 	SIM_SEEDS=$(UNIT_SIM_SEEDS) $(GO) test -race -short -count=1 ./...
