@@ -1,4 +1,5 @@
-# tierlog — the two commands that matter: `make run` and `make test`.
+# tierlog — the commands that matter: `make run`, `make unit` (the
+# development loop) and `make test` (every test, as CI runs them).
 GO       ?= go
 # LISTEN= and DATA_DIR= override `tierlog serve`'s flags; unset, the
 # environment (TIERLOG_LISTEN, TIERLOG_DATA_DIR, every TIERLOG_* of
@@ -6,14 +7,19 @@ GO       ?= go
 LISTEN   ?=
 DATA_DIR ?=
 
-.PHONY: run test vet fmt-check build build-functions cli bench bench-all clean simulate
+.PHONY: run unit test vet lint staticcheck fmt-check build build-functions cli bench bench-all clean simulate
 
 ## run: start tierlog locally on the embedded default (no AWS needed)
 run:
 	$(GO) run ./cmd/tierlog serve $(if $(LISTEN),--listen $(LISTEN)) $(if $(DATA_DIR),--data-dir $(DATA_DIR))
 
+## unit: the development loop: every test that needs no Node.js and starts no program but the go command, with the race detector (-short skips the others; UNIT_SIM_SEEDS simulation seeds)
+UNIT_SIM_SEEDS ?= 200
+unit:
+	SIM_SEEDS=$(UNIT_SIM_SEEDS) $(GO) test -race -short -count=1 ./...
+
 ## test: every test, with the race detector (and the CDK module's tests)
-test: fmt-check vet test-deps
+test: fmt-check lint test-deps
 	$(GO) test -race -count=1 -timeout 30m ./...
 	$(MAKE) cdk-test
 
@@ -24,6 +30,14 @@ test-deps:
 
 vet:
 	$(GO) vet ./...
+
+## lint: go vet and staticcheck (pinned in tools/staticcheck/go.mod)
+lint: vet staticcheck
+
+# staticcheck reads its checks from staticcheck.conf files where a
+# directory has one.
+staticcheck:
+	$(GO) tool -modfile=tools/staticcheck/go.mod staticcheck ./...
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -71,9 +71,7 @@ func TestParseCells(t *testing.T) {
 // commit; strace (where installed) agrees with the counters but for reads;
 // the tables render with their money columns.
 func TestBenchCloudCounts(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts dynalite and tierlog serve processes; skipped with -short")
-	}
+	skipShort(t, "dynalite and tierlog serve processes")
 	if _, err := dynaliteDir(""); err != nil {
 		t.Fatal(err) // CI runs make test-deps: a missing dynalite is a failure
 	}

@@ -13,9 +13,7 @@ import (
 // hot-tier file-system operations were counted; the proxy's count of each
 // DynamoDB operation equals the servers' own; the S3 stub saw nothing.
 func TestBenchContentionCounts(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts dynalite and tierlog serve processes; skipped with -short")
-	}
+	skipShort(t, "dynalite and tierlog serve processes")
 	if _, err := dynaliteDir(""); err != nil {
 		t.Fatal(err) // CI runs make test-deps: a missing dynalite is a failure
 	}

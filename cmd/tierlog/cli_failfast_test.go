@@ -11,6 +11,7 @@ import (
 // within seconds (the default --retry-timeout is 30s) with a message that
 // names the URL and what to check.
 func TestCLIFailFast(t *testing.T) {
+	skipShort(t, "the tierlog binary")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

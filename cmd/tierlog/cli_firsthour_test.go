@@ -17,6 +17,7 @@ import (
 // read_ahead_segments (docs/api-extensions.md), and list and describe
 // show them in both formats.
 func TestCLITopicExtensions(t *testing.T) {
+	skipShort(t, "tierlog serve and the tierlog binary")
 	s := startServer(t, t.TempDir())
 	type ext struct {
 		Name              string `json:"name"`
@@ -72,6 +73,7 @@ func TestCLITopicExtensions(t *testing.T) {
 // fetched; --retry-timeout only where requests are retried (not topics
 // create and delete, which are sent once).
 func TestCLIFlagsPerCommand(t *testing.T) {
+	skipShort(t, "the tierlog binary")
 	for _, args := range [][]string{
 		{"topics", "delete", "x", "--binary"},
 		{"topics", "delete", "x", "--retry-timeout", "1s"},
@@ -114,6 +116,7 @@ func TestCLIFlagsPerCommand(t *testing.T) {
 // reached is a failure (130, 143) that says how far it got; --follow's
 // SIGINT stays exit 0 (TestCLIFollow).
 func TestCLIConsumeCountInterrupted(t *testing.T) {
+	skipShort(t, "tierlog serve and the tierlog binary")
 	s := startServer(t, t.TempDir())
 	mustCLI(t, nil, "topics", "create", "short", "--url", s.url)
 	mustCLI(t, []byte("a\nb\n"), "produce", "--url", s.url, "--topic", "short")
@@ -161,6 +164,7 @@ func TestCLIConsumeCountInterrupted(t *testing.T) {
 
 // TestCLICountGrammar: one record is "1 record".
 func TestCLICountGrammar(t *testing.T) {
+	skipShort(t, "tierlog serve and the tierlog binary")
 	dir := t.TempDir()
 	s := startServer(t, dir)
 	mustCLI(t, nil, "topics", "create", "one", "--url", s.url)

@@ -11,6 +11,7 @@ import (
 // create-time topic, read back by consume as JSON lines and through the
 // %h, %H and %T template fields, in JSON and binary.
 func TestCLIHeadersAndTimestamps(t *testing.T) {
+	skipShort(t, "tierlog serve and the tierlog binary")
 	s := startServer(t, t.TempDir())
 	u := "--url=" + s.url
 	mustCLI(t, nil, "topics", "create", "ev", "--timestamp-type", "create", u)

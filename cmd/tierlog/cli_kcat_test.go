@@ -22,6 +22,7 @@ func sortedLines(s string) string {
 // TestCLIKcat runs each kcat-style flag of consume and produce against
 // the real server: one case per flag form.
 func TestCLIKcat(t *testing.T) {
+	skipShort(t, "tierlog serve and the tierlog binary")
 	s := startServer(t, t.TempDir())
 	u := "--url=" + s.url
 	mustCLI(t, nil, "topics", "create", "k", "--partitions", "2", u)

@@ -247,6 +247,7 @@ func cliEnvRun(t *testing.T, env []string, stdin string, args ...string) cliResu
 // the region of --region, of AWS_REGION, or of an execute-api host; without
 // it, nothing is signed and the gate refuses.
 func TestCLISigV4(t *testing.T) {
+	skipShort(t, "the tierlog binary")
 	srv, err := tlserver.Open(context.Background(), tlserver.Config{DataDir: t.TempDir(), CompactInterval: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -337,6 +338,7 @@ func TestURLRegion(t *testing.T) {
 // without a session token, verifies under the same check (skipped where
 // curl is missing or too old for --aws-sigv4).
 func TestCurlSigV4Example(t *testing.T) {
+	skipShort(t, "curl")
 	curl, err := exec.LookPath("curl")
 	if err != nil {
 		t.Skip("no curl")

@@ -96,6 +96,7 @@ func sampleLines(n int) []byte {
 // back with `tierlog consume --count`: the output must be the file, byte
 // for byte, in JSON and in binary batches, from a file and from stdin.
 func TestCLIRoundTrip(t *testing.T) {
+	skipShort(t, "tierlog serve and the tierlog binary")
 	s := startServer(t, t.TempDir())
 	data := sampleLines(2500)
 	file := filepath.Join(t.TempDir(), "in.txt")
@@ -133,6 +134,7 @@ func TestCLIRoundTrip(t *testing.T) {
 
 // TestCLIKeySeparator splits lines into key and value.
 func TestCLIKeySeparator(t *testing.T) {
+	skipShort(t, "tierlog serve and the tierlog binary")
 	s := startServer(t, t.TempDir())
 	mustCLI(t, nil, "topics", "create", "keys", "--url", s.url)
 	in := "k1\tv1\nno key here\nk2\tv2\twith a tab\n\tempty key\n"
@@ -176,6 +178,7 @@ func TestCLIKeySeparator(t *testing.T) {
 // later appear, SIGINT ends it with exit 0, and the group resumes after
 // what was printed.
 func TestCLIFollow(t *testing.T) {
+	skipShort(t, "tierlog serve and the tierlog binary")
 	s := startServer(t, t.TempDir())
 	mustCLI(t, nil, "topics", "create", "tail", "--url", s.url)
 	mustCLI(t, []byte("old-1\nold-2\n"), "produce", "--url", s.url, "--topic", "tail")
@@ -244,6 +247,7 @@ func TestCLIFollow(t *testing.T) {
 
 // TestCLISegments verifies the server's own files, then a corrupted copy.
 func TestCLISegments(t *testing.T) {
+	skipShort(t, "tierlog serve and the tierlog binary")
 	dir := t.TempDir()
 	s := startServer(t, dir)
 	mustCLI(t, nil, "topics", "create", "seg", "--partitions", "2", "--url", s.url)
@@ -295,6 +299,7 @@ func TestCLISegments(t *testing.T) {
 
 // TestCLIAdmin runs topics, offsets and groups commands.
 func TestCLIAdmin(t *testing.T) {
+	skipShort(t, "tierlog serve and the tierlog binary")
 	s := startServer(t, t.TempDir())
 	out := mustCLI(t, nil, "topics", "create", "adm", "--partitions", "2", "--retention-ms", "3600000", "--url", s.url, "--format", "json")
 	var top struct {
@@ -353,6 +358,7 @@ func TestCLIAdmin(t *testing.T) {
 // and failed operations exit 1 with the reason (the server's message for
 // server errors).
 func TestCLIErrors(t *testing.T) {
+	skipShort(t, "tierlog serve and the tierlog binary")
 	s := startServer(t, t.TempDir())
 	mustCLI(t, nil, "topics", "create", "e", "--url", s.url)
 	mustCLI(t, []byte("one\n"), "produce", "--url", s.url, "--topic", "e")

@@ -14,6 +14,7 @@ import (
 // was there and what is produced later is printed, each record once, and
 // --count ends it.
 func TestCLIFollowStream(t *testing.T) {
+	skipShort(t, "tierlog serve and the tierlog binary")
 	s := startServer(t, t.TempDir())
 	mustCLI(t, nil, "topics", "create", "st", "--partitions", "2", "--url", s.url)
 	mustCLI(t, []byte("old-0\n"), "produce", "--url", s.url, "--topic", "st", "--partition", "0")

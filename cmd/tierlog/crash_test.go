@@ -26,9 +26,22 @@ var (
 	buildErr  error
 )
 
-// tierlogBinary builds the real tierlog binary once per test run.
+// skipShort skips a test that runs child processes (what) under -short,
+// as make unit runs the tests; make test runs it.
+func skipShort(t *testing.T, what string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("runs %s: skipped with -short (make unit); make test runs it", what)
+	}
+}
+
+// tierlogBinary builds the real tierlog binary once per test run. Under
+// -short it fails: a test that runs the binary calls skipShort first.
 func tierlogBinary(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Fatal("tierlogBinary with -short: the test must call skipShort first")
+	}
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "tierlog-bin-")
 		if err != nil {
@@ -188,9 +201,7 @@ type ledger struct {
 // kills it with SIGKILL mid-load, restarts it, and checks I1-I3 (and I6)
 // after every restart.
 func TestCrashKill9(t *testing.T) {
-	if testing.Short() {
-		t.Skip("crash test runs the real binary; skipped with -short")
-	}
+	skipShort(t, "tierlog serve, killed with SIGKILL")
 	const (
 		partitions = 3
 		clients    = 6

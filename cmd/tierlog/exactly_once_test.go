@@ -45,6 +45,7 @@ import (
 // TIERLOG_CHAOS_SEED=N replays the chaos and the producers' choices of a
 // run (the interleaving of real processes is not replayed).
 func TestExactlyOnceChaos(t *testing.T) {
+	skipShort(t, "dynalite, an S3 endpoint and tierlog serve processes")
 	const (
 		servers     = 3
 		partitions  = 2

@@ -9,6 +9,7 @@ import (
 // describe, reset (refused while a member is joined), delete; topics
 // alter and create --timestamp-type.
 func TestCLIGroupsAndTopicsAlter(t *testing.T) {
+	skipShort(t, "tierlog serve and the tierlog binary")
 	s := startServer(t, t.TempDir())
 	mustCLI(t, nil, "topics", "create", "orders", "--partitions", "2", "--url", s.url)
 	mustCLI(t, []byte("a\nb\nc\n"), "produce", "--url", s.url, "--topic", "orders", "--partition", "0")

@@ -115,6 +115,7 @@ func (c *groupConsumer) deliveries() []delivery {
 // the new owner's start (the committed offset) and what the old owner had
 // printed; each consumer's run of a partition is gapless.
 func TestGroupRebalanceProcesses(t *testing.T) {
+	skipShort(t, "tierlog serve and tierlog consume processes")
 	s := startServer(t, t.TempDir())
 	if code, err := doJSON("POST", s.url+"/v1/topics", map[string]any{"name": "orders", "partitions": 6}, nil); err != nil || code != 201 {
 		t.Fatalf("create topic: %d %v", code, err)

@@ -20,6 +20,7 @@ import (
 // (400 topics under 128 descriptors by default; 10000 under 1024 is the
 // measured run of docs/benchmarks.md).
 func TestOpenFilesBounded(t *testing.T) {
+	skipShort(t, "tierlog serve under sh's ulimit")
 	n, nofile := envOr("TIERLOG_OPENFILES_PARTITIONS", 400), envOr("TIERLOG_OPENFILES_NOFILE", 128)
 	cmd := exec.Command("sh", "-c", `ulimit -n "$1" && exec "$0" serve --listen 127.0.0.1:0 --data-dir "$2"`,
 		tierlogBinary(t), strconv.Itoa(nofile), t.TempDir())

@@ -8,6 +8,7 @@ import (
 // TestCLIProduceOnceFlags: --idempotency-key and --expected-offset are
 // checked before anything is sent.
 func TestCLIProduceOnceFlags(t *testing.T) {
+	skipShort(t, "tierlog serve and the tierlog binary")
 	s := startServer(t, t.TempDir())
 	mustCLI(t, nil, "topics", "create", "once", "--url", s.url)
 	for _, c := range []struct {
@@ -31,6 +32,7 @@ func TestCLIProduceOnceFlags(t *testing.T) {
 // --expected-offset stores nothing. Fails until the broker implements
 // idempotent and conditional produce.
 func TestCLIProduceOnce(t *testing.T) {
+	skipShort(t, "tierlog serve and the tierlog binary")
 	s := startServer(t, t.TempDir())
 	mustCLI(t, nil, "topics", "create", "once", "--url", s.url)
 	args := []string{"produce", "--url", s.url, "-t", "once", "-p", "0", "--expected-offset", "0", "--idempotency-key", "run-1"}

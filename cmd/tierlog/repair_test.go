@@ -31,6 +31,7 @@ func journalFrames(t *testing.T, b []byte) []int {
 // --yes changes nothing either; repair --yes cuts the journal and serve
 // starts, answers, and takes writes again where the repaired state ends.
 func TestRepairDamagedJournal(t *testing.T) {
+	skipShort(t, "tierlog serve and tierlog repair")
 	for _, where := range []string{"near the end", "in the middle"} {
 		t.Run(where, func(t *testing.T) {
 			dataDir := t.TempDir()

@@ -232,6 +232,7 @@ func TestVersion(t *testing.T) {
 // when LISTEN= or DATA_DIR= are given, so TIERLOG_LISTEN and
 // TIERLOG_DATA_DIR reach tierlog serve.
 func TestMakeRunHonoursEnv(t *testing.T) {
+	skipShort(t, "make -n")
 	mk, err := exec.LookPath("make")
 	if err != nil {
 		t.Skip("no make")

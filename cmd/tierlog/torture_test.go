@@ -47,9 +47,7 @@ func buildLite(t *testing.T) string {
 // read from offset 0 through both tiers, from every server, and I1-I6 are
 // checked.
 func TestTorture(t *testing.T) {
-	if testing.Short() {
-		t.Skip("torture test runs real processes; skipped with -short")
-	}
+	skipShort(t, "dynalite, an S3 endpoint and tierlog serve processes")
 	const (
 		servers    = 3
 		partitions = 2

@@ -213,7 +213,7 @@ func hotLogFiles(t *testing.T, dir string) []string {
 
 func TestFunctionsUnderRIE(t *testing.T) {
 	if testing.Short() {
-		t.Skip("end-to-end through the Lambda runtime: skipped in -short mode")
+		t.Skip("runs the functions under the Lambda Runtime Interface Emulator: skipped with -short (make unit); make test runs it")
 	}
 	start := time.Now()
 	binDir := t.TempDir()

@@ -17,7 +17,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,14 +47,13 @@ func repoRoot(t testing.TB) string {
 	return root
 }
 
+// goTool is the go command on PATH; go test puts the GOROOT/bin of the go
+// command that runs it first there.
 func goTool(t testing.TB) string {
 	t.Helper()
-	if p, err := exec.LookPath("go"); err == nil {
-		return p
-	}
-	p := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("no go command on PATH or in GOROOT: %v", err)
+	p, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("no go command on PATH: %v", err)
 	}
 	return p
 }

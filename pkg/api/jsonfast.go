@@ -220,7 +220,7 @@ func isJSONText(b []byte) bool {
 // strings, as json.Compact (and json.Encoder for a json.RawMessage)
 // writes it: b itself when it has none.
 func appendCompact(dst, b []byte) []byte {
-	if bytes.IndexAny(b, " \t\n\r") < 0 {
+	if !bytes.ContainsAny(b, " \t\n\r") {
 		return append(dst, b...)
 	}
 	inStr, esc := false, false

@@ -86,7 +86,7 @@ func FuzzFetchJSON(f *testing.F) {
 			if n > 0 {
 				// A stream's event is the same record, on one line.
 				ev := sseRecordJSON(nil, &r.Records[0], enc)
-				if bytes.IndexAny(ev, "\r\n") >= 0 || !bytes.Contains(got, ev) {
+				if bytes.ContainsAny(ev, "\r\n") || !bytes.Contains(got, ev) {
 					t.Fatalf("event %q is not the answer's record or not one line", ev)
 				}
 			}

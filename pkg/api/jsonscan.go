@@ -14,19 +14,11 @@ import (
 	"github.com/tierlog/tierlog/pkg/broker"
 )
 
-// readBody reads the whole request body (limitBody: at most
-// maxBodyBytes) into a buffer of its own, sized by Content-Length when
-// the client sent one. On a read error it returns what it read before
-// it.
-func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	return readBodyInto(w, r, nil)
-}
-
 // jsonBodies recycles JSON produce bodies, as bodyPool does binary ones:
 // scanProduce's records alias the body, and the broker copies them.
 var jsonBodies sync.Pool // *[]byte
 
-// readPooledJSONBody is readBody into a pooled buffer; release gives it
+// readPooledJSONBody is readBodyInto a pooled buffer; release gives it
 // back once nothing uses the body or the records that alias it.
 func readPooledJSONBody(w http.ResponseWriter, r *http.Request) (body []byte, release func(), err error) {
 	p, _ := jsonBodies.Get().(*[]byte)
@@ -42,8 +34,10 @@ func readPooledJSONBody(w http.ResponseWriter, r *http.Request) (body []byte, re
 	}, err
 }
 
-// readBodyInto is readBody appending to buf (len 0), which it replaces
-// when it is too small for the Content-Length.
+// readBodyInto reads the whole request body (limitBody: at most
+// maxBodyBytes) appending to buf (len 0), which it replaces when it is
+// too small for the Content-Length the client sent. On a read error it
+// returns what it read before it.
 func readBodyInto(w http.ResponseWriter, r *http.Request, buf []byte) ([]byte, error) {
 	src := limitBody(w, r)
 	n := 512
@@ -177,7 +171,7 @@ func decodeBase64Records(recs []broker.ProduceRecord) bool {
 		if b == nil {
 			return nil, true
 		}
-		if bytes.IndexAny(b, "\r\n") >= 0 {
+		if bytes.ContainsAny(b, "\r\n") {
 			return nil, false
 		}
 		m, err := strictBase64.Decode(arena, b)
@@ -556,7 +550,7 @@ func (s *scanner) jsonValue() ([]byte, bool) {
 		return nil, false
 	}
 	text := s.b[start:s.i:s.i]
-	if bytes.IndexAny(text, " \t\n\r") < 0 {
+	if !bytes.ContainsAny(text, " \t\n\r") {
 		return text, true
 	}
 	var buf bytes.Buffer

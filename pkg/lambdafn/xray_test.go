@@ -60,7 +60,8 @@ func segments(c net.PacketConn, want ...string) map[string]int {
 func sampled() context.Context {
 	id := fmt.Sprintf("%024x", time.Now().UnixNano())
 	header := fmt.Sprintf("Root=1-%08x-%s;Parent=%016x;Sampled=1", time.Now().Unix(), id[len(id)-24:], time.Now().UnixNano())
-	return context.WithValue(lambdaCtx(), xray.LambdaTraceHeaderKey, header) //nolint:staticcheck // the key aws-lambda-go and the X-Ray SDK use
+	//lint:ignore SA1029 the key aws-lambda-go and the X-Ray SDK use
+	return context.WithValue(lambdaCtx(), xray.LambdaTraceHeaderKey, header)
 }
 
 func TestXRaySubsegments(t *testing.T) {

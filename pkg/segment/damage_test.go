@@ -57,18 +57,6 @@ func (s *damagedSegment) readers(log []byte) map[string]*Reader {
 	}
 }
 
-// reencode replaces record k with r, CRC and all, in a copy of b.
-func reencode(t *testing.T, b []byte, pos int64, r Record) []byte {
-	t.Helper()
-	enc, err := AppendRecord(nil, &r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b = bytes.Clone(b)
-	copy(b[pos:], enc)
-	return b
-}
-
 // TestReadDamage is robustness.md F2, F3, F4, F11, F13 at the segment level:
 // one damaged record, or a cut file, makes only itself unreadable. For each
 // kind of damage it checks what Read before, at and after the damage

@@ -29,9 +29,13 @@ func TestConformanceDynalite(t *testing.T) {
 
 // dynaliteEndpoint returns the URL of the shared dynalite, starting it
 // (and installing it with npm ci) the first time. Missing node or npm is a
-// failure, not a skip: CI installs them.
+// failure, not a skip: CI installs them. With -short (make unit) it skips
+// the test: dynalite is a Node.js process.
 func dynaliteEndpoint(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("runs dynalite (Node.js): skipped with -short (make unit); make test runs it")
+	}
 	dynalite.once.Do(func() { dynalite.proc, dynalite.err = testenv.StartDynalite() })
 	if dynalite.err != nil {
 		t.Fatalf("dynalite: %v", dynalite.err)

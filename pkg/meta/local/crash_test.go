@@ -132,7 +132,7 @@ func TestCrashChild(t *testing.T) {
 
 func TestCrash(t *testing.T) {
 	if testing.Short() {
-		t.Skip("spawns processes")
+		t.Skip("runs the test binary as child processes: skipped with -short (make unit); make test runs it")
 	}
 	for _, killAfter := range []int{1, 37, 400, 1500} {
 		t.Run(fmt.Sprintf("kill_after_%d", killAfter), func(t *testing.T) {

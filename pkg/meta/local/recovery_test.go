@@ -259,7 +259,7 @@ func TestRecoveryDamagedMiddle(t *testing.T) {
 			must(t, s.CreateTopic(context.Background(), meta.TopicConfig{Name: "after"}))
 			w := dump(s)
 			must(t, s.Close())
-			s, logs, err = openLogged(t, dir)
+			s, _, err = openLogged(t, dir)
 			must(t, err)
 			sameState(t, "reopened", dump(s), w)
 			if rec := s.Recovery(); rec != (Recovery{}) {

@@ -188,6 +188,9 @@ func TestPutIfAbsentAcrossProcesses(t *testing.T) {
 		helperProcess(dir)
 		return
 	}
+	if testing.Short() {
+		t.Skip("runs the test binary as child processes: skipped with -short (make unit); make test runs it")
+	}
 	dir := t.TempDir()
 	newStore(t, dir)
 	const procs, keys = 4, 30

@@ -33,8 +33,8 @@ type Options struct {
 	ListKeys int
 	// LargeSize is the size of the large-object case (default 12 MiB: three
 	// parts at S3's 5 MiB minimum, so an adapter run with a 5 MiB multipart
-	// threshold and part size goes through its multipart path). Negative
-	// skips the case.
+	// threshold and part size goes through its multipart path; with -short,
+	// 6 MiB: two parts). Negative skips the case.
 	LargeSize int64
 }
 
@@ -44,6 +44,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.LargeSize == 0 {
 		o.LargeSize = 12 << 20
+		if testing.Short() {
+			o.LargeSize = 6 << 20
+		}
 	}
 	return o
 }

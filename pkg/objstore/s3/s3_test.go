@@ -103,7 +103,8 @@ func newBucket(t *testing.T, c *s3.Client) string {
 	return b
 }
 
-// small makes the multipart path run on the suite's 12 MiB object.
+// small makes the multipart path run on the suite's large object (12 MiB,
+// 6 MiB with -short).
 var small = []s3store.Option{
 	s3store.WithMultipartThreshold(s3store.MinPartSize),
 	s3store.WithPartSize(s3store.MinPartSize),
