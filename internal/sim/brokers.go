@@ -103,10 +103,8 @@ func (w *World) brokerBody(a *Actor, release bool) {
 		}
 		// The incarnation: of the broker's own commit; else (a replayed
 		// answer, or a batch another leader committed) of its last read.
-		id := w.net.lastCommit[a].id
-		if lc, ok := w.net.lastCommit[a]; !ok {
-			id = w.net.lastRead[a].id
-		} else {
+		id := w.net.lastRead[a].id
+		if lc, ok := w.net.lastCommit[a]; ok {
 			id = lc.id
 		}
 		return partition.Appended{BaseOffset: out.Results[0].Offset, Timestamp: max(serverTS, 0), Replayed: out.Replayed}, id, nil

@@ -160,6 +160,7 @@ type GroupDescription struct {
 // checkGroupName applies the topic name rule to group names.
 func checkGroupName(group string) error {
 	if !topicName.MatchString(group) || group == "." || group == ".." {
+		//lint:ignore ST1005 the message ends with the rule it quotes (". or ..") and is an API answer
 		return fmt.Errorf("%w: group name %q must match ^[A-Za-z0-9._-]{1,249}$ and not be . or ..", ErrInvalid, group)
 	}
 	return nil

@@ -14,11 +14,10 @@ import (
 // growthEnv is two brokers (two processes) on one store and hot dir, with
 // one settable clock, and a topic "orders" of 1 partition.
 type growthEnv struct {
-	t      *testing.T
-	ctx    context.Context
-	now    atomic.Int64 // unix ms
-	b, b2  *Broker
-	counts int
+	t     *testing.T
+	ctx   context.Context
+	now   atomic.Int64 // unix ms
+	b, b2 *Broker
 }
 
 func newGrowthEnv(t *testing.T) *growthEnv {

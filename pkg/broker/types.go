@@ -78,6 +78,7 @@ var topicName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
 // paths and object keys, so this runs before any I/O.
 func ValidTopicName(name string) error {
 	if !topicName.MatchString(name) || name == "." || name == ".." {
+		//lint:ignore ST1005 the message ends with the rule it quotes (". or ..") and is an API answer
 		return fmt.Errorf("%w: topic name %q must match ^[A-Za-z0-9._-]{1,249}$ and not be . or ..", ErrInvalid, name)
 	}
 	return nil
