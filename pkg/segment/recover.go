@@ -124,8 +124,12 @@ func Recover(dir string, id ID, committed int64, opts Options) (State, error) {
 	}
 	st.Size, st.NextOffset = end, next
 
-	if err := log.Truncate(st.Size); err != nil {
-		return State{}, fmt.Errorf("segment: truncate %s to %d: %w", id.Name(KindLog), st.Size, err)
+	// A truncate is a durable round trip on NFS: none to the length the
+	// file has (the common case: a clean release left it there).
+	if size != st.Size {
+		if err := log.Truncate(st.Size); err != nil {
+			return State{}, fmt.Errorf("segment: truncate %s to %d: %w", id.Name(KindLog), st.Size, err)
+		}
 	}
 	if err := rewriteIndex(opts.FS, id.Path(dir, KindIndex), len(offs)*index.OffsetEntrySize, ibuf); err != nil {
 		return State{}, err
@@ -192,8 +196,10 @@ func rewriteIndex(fsys FS, path string, keep int, add []byte) error {
 		return fmt.Errorf("segment: open %s: %w", path, err)
 	}
 	defer f.Close()
-	if err := f.Truncate(int64(keep)); err != nil {
-		return fmt.Errorf("segment: truncate %s: %w", path, err)
+	if fi, err := f.Stat(); err != nil || fi.Size() != int64(keep) {
+		if err := f.Truncate(int64(keep)); err != nil {
+			return fmt.Errorf("segment: truncate %s: %w", path, err)
+		}
 	}
 	if len(add) > 0 {
 		if err := writeFull(f, add, int64(keep)); err != nil {
