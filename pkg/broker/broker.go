@@ -101,7 +101,7 @@ type Config struct {
 	SoloFor  time.Duration
 	// MaxOpenWriters bounds the partitions this process keeps writing
 	// with their files open (writers.go). Default: half the descriptor
-	// limit (RLIMIT_NOFILE), four descriptors each.
+	// limit (RLIMIT_NOFILE), five descriptors each.
 	MaxOpenWriters int
 	// WriterIdle is how long a partition's writer stays open unused.
 	// Default DefaultWriterIdle.

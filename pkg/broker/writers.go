@@ -15,15 +15,17 @@ import (
 // ReleaseEachBatch off) keeps its writer's files open: the active
 // segment's log and two indexes, and its batch file, four descriptors; a
 // Lambda-mode writer keeps them open between batches too (warm, to
-// continue without recovering when nobody wrote since). Reads open and
+// continue without recovering when nobody wrote since), and a parked one
+// the checkpoint as well, five. Reads open and
 // close files per request. So the writers a process keeps are bounded:
 // past Config.MaxOpenWriters, or once idle for Config.WriterIdle, the least
 // recently used one is released (partition.Log.Release: its files synced
 // and closed, its lease released cleanly; its next append acquires again
 // and continues the segment).
 
-// fdsPerWriter is the descriptors one partition's writer keeps open.
-const fdsPerWriter = 4
+// fdsPerWriter is the descriptors one partition's writer keeps open (a
+// parked one: its checkpoint too).
+const fdsPerWriter = 5
 
 // DefaultWriterIdle is Config.WriterIdle's default.
 const DefaultWriterIdle = 5 * time.Minute
