@@ -25,7 +25,7 @@ import (
 	"github.com/tierlog/tierlog/pkg/meta/dynamo"
 )
 
-// TestExactlyOnceChaos is the exactly-once test of API.md's Idempotency-Key
+// TestExactlyOnceChaos is the exactly-once test of docs/api.md's Idempotency-Key
 // (DESIGN.md I7, I8) with real processes: three `tierlog serve --backend
 // aws` processes (Lambda mode: each batch acquires and releases the lease)
 // share one hot dir, one dynalite and one S3 endpoint, while a chaos loop

@@ -663,7 +663,7 @@ func fmtGrants(g map[string][]string) string {
 
 func TestHTTPAPI(t *testing.T) {
 	s := defaultStack(t)
-	// API.md's routes and the function serving each, written out.
+	// docs/api.md's routes and the function serving each, written out.
 	want := map[string]string{
 		"POST /v1/topics":                                        "Produce",
 		"DELETE /v1/topics/{topic}":                              "Produce",
@@ -696,7 +696,7 @@ func TestHTTPAPI(t *testing.T) {
 		"HEAD /v1/groups/{group}/offsets":                        "Fetch",
 		"HEAD /v1/health":                                        "Fetch",
 		// Anything else reaches fetch's route filter, which answers 404 or
-		// 405 in API.md's shape.
+		// 405 in docs/api.md's shape.
 		"$default": "Fetch",
 	}
 	check(t, "one HTTP API", func() {
