@@ -104,7 +104,8 @@ type Config struct {
 	BodyReadTimeout time.Duration
 	// DisableStreaming answers a fetch with Accept: text/event-stream as
 	// a plain fetch instead of a stream (docs/api.md "Streaming fetch
-	// (Server-Sent Events)"). The Lambda functions set it: API Gateway buffers every answer whole.
+	// (Server-Sent Events)"). The Lambda functions set it: API Gateway
+	// buffers every answer whole.
 	// Everything net/http serves (`tierlog serve`) streams.
 	DisableStreaming bool
 	// HotFSLatency, for benchmarks and tests, charges every hot-tier
