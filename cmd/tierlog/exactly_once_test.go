@@ -26,7 +26,7 @@ import (
 )
 
 // TestExactlyOnceChaos is the exactly-once test of docs/api.md's Idempotency-Key
-// (DESIGN.md I7, I8) with real processes: three `tierlog serve --backend
+// (docs/design.md "Invariants", I7 and I8) with real processes: three `tierlog serve --backend
 // aws` processes (Lambda mode: each batch acquires and releases the lease)
 // share one hot dir, one dynalite and one S3 endpoint, while a chaos loop
 // SIGKILLs them (and restarts them on the same port) and SIGSTOPs them past

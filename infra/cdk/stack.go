@@ -23,7 +23,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 )
 
-// The stack (DESIGN.md, top):
+// The stack (docs/design.md, its opening and "Deployments"):
 //
 //	client ─SigV4─► HTTP API (IAM auth on every route, access log)
 //	                 ├─ write routes ─► Produce ──async invoke (Lambda endpoint)─► Compactor

@@ -1,5 +1,5 @@
-// Package sim is the deterministic simulation of the write path (DESIGN.md
-// section 10): one process runs writers, zombies, readers, brokers,
+// Package sim is the deterministic simulation of the write path (docs/internals.md
+// "Simulation"): one process runs writers, zombies, readers, brokers,
 // compactors and an admin of one topic of 1-3 partitions over a simulated
 // NFS file system, a simulated DynamoDB and a simulated S3, driven by one
 // seeded scheduler and one fake clock, and checks the invariants after
@@ -96,8 +96,8 @@
 //     trusted for FSFaults.AttrTimeout (1.5 s of virtual time): a cached
 //     listing misses files other clients created since; a listing read
 //     from the server misses each file another client created within the
-//     timeout with rate StaleList (the write buffer's trap, DESIGN.md 4a:
-//     a leader may not see a staged batch); a stat of a name this client
+//     timeout with rate StaleList (the write buffer's trap, docs/internals.md
+//     "Many writers: the write buffer": a leader may not see a staged batch); a stat of a name this client
 //     looked up before answers "absent" from its fresh negative entry,
 //     and an open does with rate NegativeHit; a quarter of the seeds
 //     trust names and listings for 30 s and another quarter for 60 s

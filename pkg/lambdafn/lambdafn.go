@@ -17,7 +17,7 @@
 // 405 method_not_allowed, an unknown path 404 not_found, both in docs/api.md's
 // error shape (see routes.go). HEAD answers carry no body.
 //
-// # Lambda's rules (DESIGN.md section 9)
+// # Lambda's rules (docs/lambda.md "Lambda rules")
 //
 // Nothing runs after the answer: leases are released by every batch
 // (ReleaseEachBatch), the compactor has no timer (CompactInterval -1), and

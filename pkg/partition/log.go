@@ -4,7 +4,7 @@
 // offset lease of the metadata store, rolls segments, recovers after a crash,
 // and serves reads below the committed length.
 //
-// # Write path (DESIGN.md section 4)
+// # Write path (docs/design.md "The write path")
 //
 //  1. Acquire the lease (one conditional write). If the previous owner
 //     released cleanly, recover the active segment to its committed length

@@ -7,7 +7,7 @@
 // # Files
 //
 // A segment is named by its base offset and the epoch of the writer that
-// created it (DESIGN.md section 4: fence by name):
+// created it (docs/design.md "Invariants", I5: fence by name):
 //
 //	00000000000000000000-0000000000000001.log        records
 //	00000000000000000000-0000000000000001.index      offset    -> byte position
@@ -83,7 +83,7 @@
 //
 // # Timestamps and the time index
 //
-// On an append-time segment timestamps never decrease (DESIGN.md I6) and
+// On an append-time segment timestamps never decrease (docs/design.md "Invariants", I6) and
 // every check says so: Append refuses one that goes back, and Verify,
 // Summarize and Recover count one as damage. On a create-time segment
 // (FlagCreateTime) they may go back and none of these checks applies.
@@ -116,7 +116,8 @@
 // completes the indexes, and truncates the three files to it: bytes past it
 // belong to an aborted attempt. When the committed bytes are not whole it
 // changes nothing and fails, and the caller seals the segment at its
-// committed length and writes on in a new one (DESIGN.md 4b):
+// committed length and writes on in a new one (docs/design.md "Segment: `.log`
+// (`pkg/segment`)"):
 //
 //   - a file shorter than the committed length (a lost writeback, an fsync
 //     that lied) is ErrTruncated, not ErrCorrupt, with a *DamageError

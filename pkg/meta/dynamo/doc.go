@@ -60,8 +60,8 @@
 // # Writes
 //
 // Single-item conditional writes only, no transactions (dynalite has none,
-// minidyn's roll back whole tables, and DESIGN.md section 4 does not need
-// them):
+// minidyn's roll back whole tables, and the write path of docs/design.md
+// does not need them):
 //
 //	CreateTopic      PutItem    IF attribute_not_exists(pk)                 -> ErrTopicExists
 //	DeleteTopic      DeleteItem IF attribute_exists(pk) AND id = :id          -> ErrNotFound
