@@ -44,9 +44,9 @@ func (m batchMode) String() string {
 	return [...]string{"plain", "keyed", "conditional", "reuse"}[m]
 }
 
-// idemWindow is the shortest idempotency window (docs/internals.md "The idempotency
-// window", at least 10 minutes of the partition's clock): a key reused within it must be
-// answered from the first commit.
+// idemWindow is the shortest idempotency window (docs/internals.md "The
+// idempotency window", at least 10 minutes of the partition's clock): a key
+// reused within it must be answered from the first commit.
 const idemWindow = 10 * time.Minute
 
 // batch is the model of one logical keyed batch.

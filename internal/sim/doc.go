@@ -1,13 +1,13 @@
-// Package sim is the deterministic simulation of the write path (docs/internals.md
-// "Simulation"): one process runs writers, zombies, readers, brokers,
-// compactors and an admin of one topic of 1-3 partitions over a simulated
-// NFS file system, a simulated DynamoDB and a simulated S3, driven by one
-// seeded scheduler and one fake clock, and checks the invariants after
-// every step. It drives the real code: partition.Open, (*partition.Log)
-// Append, Read, OffsetForTime and Close; broker.New, ProducePartition,
-// Fetch, OffsetForTime and DeleteTopic; compactor passes. Each simulated
-// process or Lambda container has its own NFS client, metadata connection
-// and object store client.
+// Package sim is the deterministic simulation of the write path
+// (docs/internals.md "Simulation"): one process runs writers, zombies,
+// readers, brokers, compactors and an admin of one topic of 1-3 partitions
+// over a simulated NFS file system, a simulated DynamoDB and a simulated
+// S3, driven by one seeded scheduler and one fake clock, and checks the
+// invariants after every step. It drives the real code: partition.Open,
+// (*partition.Log) Append, Read, OffsetForTime and Close; broker.New,
+// ProducePartition, Fetch, OffsetForTime and DeleteTopic; compactor passes.
+// Each simulated process or Lambda container has its own NFS client,
+// metadata connection and object store client.
 //
 // # Scheduler
 //
@@ -96,12 +96,13 @@
 //     trusted for FSFaults.AttrTimeout (1.5 s of virtual time): a cached
 //     listing misses files other clients created since; a listing read
 //     from the server misses each file another client created within the
-//     timeout with rate StaleList (the write buffer's trap, docs/internals.md
-//     "Many writers: the write buffer": a leader may not see a staged batch); a stat of a name this client
-//     looked up before answers "absent" from its fresh negative entry,
-//     and an open does with rate NegativeHit; a quarter of the seeds
-//     trust names and listings for 30 s and another quarter for 60 s
-//     (EFS's acdirmin and acregmax), far beyond the busy wait;
+//     timeout with rate StaleList (the write buffer's trap,
+//     docs/internals.md "Many writers: the write buffer": a leader may not
+//     see a staged batch); a stat of a name this client looked up before
+//     answers "absent" from its fresh negative entry, and an open does with
+//     rate NegativeHit; a quarter of the seeds trust names and listings for
+//     30 s and another quarter for 60 s (EFS's acdirmin and acregmax), far
+//     beyond the busy wait;
 //   - file times (mtime) from the server's clock, which no actor's skew
 //     touches;
 //   - no O_APPEND: writes are at explicit positions only.

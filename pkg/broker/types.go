@@ -124,8 +124,9 @@ type Header = segment.Header
 
 // Timestamp types of a topic (TopicConfig.TimestampType), as Kafka's
 // message.timestamp.type: append time is the server's clock at append
-// (non-decreasing within a partition, docs/design.md "Invariants", I6); create time is the
-// producer's, defaulting to the server's clock where a record has none.
+// (non-decreasing within a partition, docs/design.md "Invariants", I6);
+// create time is the producer's, defaulting to the server's clock where a
+// record has none.
 const (
 	TimestampAppend = "append"
 	TimestampCreate = "create"

@@ -83,17 +83,18 @@
 //
 // # Timestamps and the time index
 //
-// On an append-time segment timestamps never decrease (docs/design.md "Invariants", I6) and
-// every check says so: Append refuses one that goes back, and Verify,
-// Summarize and Recover count one as damage. On a create-time segment
-// (FlagCreateTime) they may go back and none of these checks applies.
-// Either way a time index entry holds the largest timestamp of the records
-// up to and including its record (as Kafka's), so entries never decrease
-// and every record up to the last entry older than T is older than T: the
-// search for the first record at or after T starts there. State.LastTS,
-// Summary.LastTS and the catalog's LastTS are the largest timestamp of a
-// segment (what retention and offset-for-time skip by), Summary.FirstTS the
-// smallest; on an append-time segment they are the last and the first.
+// On an append-time segment timestamps never decrease (docs/design.md
+// "Invariants", I6) and every check says so: Append refuses one that goes
+// back, and Verify, Summarize and Recover count one as damage. On a
+// create-time segment (FlagCreateTime) they may go back and none of these
+// checks applies. Either way a time index entry holds the largest timestamp
+// of the records up to and including its record (as Kafka's), so entries
+// never decrease and every record up to the last entry older than T is
+// older than T: the search for the first record at or after T starts there.
+// State.LastTS, Summary.LastTS and the catalog's LastTS are the largest
+// timestamp of a segment (what retention and offset-for-time skip by),
+// Summary.FirstTS the smallest; on an append-time segment they are the last
+// and the first.
 //
 // # Durability
 //

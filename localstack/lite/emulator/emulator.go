@@ -53,11 +53,11 @@
 //
 // # Emulator limits
 //
-// gofakes3: path-style addressing only (SDK clients need UsePathStyle);
-// the S3 client should use checksums "when required" for ranged GETs
-// (localstack/README.md, "B. Without Docker"); CompleteMultipartUpload ignores If-None-Match
-// (see package objstore/s3). minidyn: no streams, no TTL, no PITR; what it
-// supports is listed in its docs/operations.md.
+// gofakes3: path-style addressing only (SDK clients need UsePathStyle); the
+// S3 client should use checksums "when required" for ranged GETs
+// (localstack/README.md, "B. Without Docker"); CompleteMultipartUpload
+// ignores If-None-Match (see package objstore/s3). minidyn: no streams, no
+// TTL, no PITR; what it supports is listed in its docs/operations.md.
 //
 // An Emulator is safe for concurrent use. Close it to release the data
 // directory.
