@@ -1,9 +1,9 @@
 package main
 
-// Assertions on the synthesized template. Every resource and property
-// the stack promises (issue 4, item 3) has a check here; the expected
-// values are written out literally rather than read back from stack.go's
-// tables, so a change there has to be made twice.
+// Assertions on the synthesized template. Every resource and property the
+// stack promises has a check here; the expected values are written out
+// literally rather than read back from stack.go's tables, so a change there
+// has to be made twice.
 //
 // The tests need no AWS account, no network and no built functions: the
 // function code is a directory with a placeholder bootstrap (TestDistDir
