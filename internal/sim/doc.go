@@ -150,8 +150,8 @@
 // the request applies or, half the time, is refused). A share
 // (LongDelay) of delayed requests is held 3-6 lease TTLs: a late commit
 // lands after a takeover and the new owner's commits. Reads may fail. A
-// late or duplicated commit landing after newer ones is exactly audit
-// finding 2. The store wrapper also tells the model which incarnation each
+// late or duplicated commit landing after newer ones must never apply. The
+// store wrapper also tells the model which incarnation each
 // actor's last answered commit and last partition read were of, and which
 // incarnation a topic delete request was meant for.
 //
@@ -205,24 +205,23 @@
 //     and, if its records are in the log at all, they start at E (also
 //     when another leader took it from the write buffer).
 //
-// Checks of the audit findings (each also a scenario where it can be
-// scripted):
-//   - finding 3: an acknowledged write is readable under the topic name:
+// Further checks (each also a scenario where it can be scripted):
+//   - topic delete: an acknowledged write is readable under the topic name:
 //     a commit into an incarnation answered after its topic item was
 //     deleted is a violation, and so is a fetch serving records of an
 //     incarnation read after that; a topic delete request deletes the
 //     incarnation it was sent for and no other;
-//   - finding 4: whenever the log start moved, the segments from it on
+//   - retention: whenever the log start moved, the segments from it on
 //     (catalog and item, each offset range once) hold at least
 //     retention_bytes;
-//   - findings 5 and 7: Broker.Fetch answers records, out of range or
+//   - reads racing tiering: Broker.Fetch answers records, out of range or
 //     unavailable, never another error (damage aside); Broker.OffsetForTime
 //     is checked at once against a brute force over the model (every
 //     acknowledged or read record committed when it started and above the
 //     log start when it ended): it never skips a segment;
-//   - finding 8: a Broker.Fetch below the high watermark that answers 200
+//   - fetch progress: a Broker.Fetch below the high watermark that answers 200
 //     answers at least one record;
-//   - finding 9: when the run ends, two compactor passes with no faults
+//   - tiering: when the run ends, two compactor passes with no faults
 //     tier every sealed segment above the log start whose file is not
 //     damaged.
 //
@@ -281,7 +280,8 @@
 //	rm -rf /efs   # ba945fc's broker makes its directories with os.MkdirAll
 //
 // There no compactor runs (it reads the hot tier through package os), so
-// the checks of findings 4, 5, 7, 8 and 9 cannot fail there; random runs
+// the retention, reads-racing-tiering, fetch-progress and tiering checks
+// cannot fail there; random runs
 // stop at the first damaged record (ba945fc has no resync: ErrCorrupt for
 // everything after it).
 package sim
