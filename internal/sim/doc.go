@@ -268,9 +268,9 @@
 //
 // # Older checkouts
 //
-// compat.go holds what depends on the metadata contract of 83de3c9 and
-// later (and partition.DamagedError, item fencing). To run the simulation
-// against ba945fc:
+// compat.go holds what depends on the metadata contract (commit versions,
+// partition fencing, cold marks; partition.DamagedError, item fencing). To
+// run the simulation against the checkout compat_ba945fc.go.txt is for:
 //
 //	git worktree add --detach /tmp/simold ba945fc
 //	mkdir -p /tmp/simold/internal/sim && cp internal/sim/*.go /tmp/simold/internal/sim/
@@ -281,7 +281,6 @@
 //
 // There no compactor runs (it reads the hot tier through package os), so
 // the retention, reads-racing-tiering, fetch-progress and tiering checks
-// cannot fail there; random runs
-// stop at the first damaged record (ba945fc has no resync: ErrCorrupt for
-// everything after it).
+// cannot fail there; random runs stop at the first damaged record (that
+// checkout has no resync: ErrCorrupt for everything after it).
 package sim
