@@ -25,17 +25,18 @@ import (
 	"github.com/tierlog/tierlog/pkg/meta/dynamo"
 )
 
-// TestExactlyOnceChaos is the exactly-once test of API.md's Idempotency-Key
-// (DESIGN.md I7, I8) with real processes: three `tierlog serve --backend
-// aws` processes (Lambda mode: each batch acquires and releases the lease)
-// share one hot dir, one dynalite and one S3 endpoint, while a chaos loop
-// SIGKILLs them (and restarts them on the same port) and SIGSTOPs them past
-// their lease, and small segments keep the compactors tiering. Producers
-// send logical batches of unique, self-describing values over both produce
-// routes, each batch with its own Idempotency-Key, and retry every failure
-// with the same key and the same body on a random live server until a 2xx
-// or the end of the production phase; one attempt in ten gives up after
-// 20-150ms, so answers get lost without a crash too. Then every partition is read from
+// TestExactlyOnceChaos is the exactly-once test of docs/api.md's
+// Idempotency-Key (docs/design.md "Invariants", I7 and I8) with real
+// processes: three `tierlog serve --backend aws` processes (Lambda mode:
+// each batch acquires and releases the lease) share one hot dir, one
+// dynalite and one S3 endpoint, while a chaos loop SIGKILLs them (and
+// restarts them on the same port) and SIGSTOPs them past their lease, and
+// small segments keep the compactors tiering. Producers send logical
+// batches of unique, self-describing values over both produce routes, each
+// batch with its own Idempotency-Key, and retry every failure with the same
+// key and the same body on a random live server until a 2xx or the end of
+// the production phase; one attempt in ten gives up after 20-150ms, so
+// answers get lost without a crash too. Then every partition is read from
 // log_start_offset to the high watermark through both tiers, twice, from
 // different servers, and checked: dense offsets (I1), every record of every
 // 2xx batch present exactly once at the offsets its answer named (I2, I8),

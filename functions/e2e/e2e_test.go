@@ -293,7 +293,7 @@ func TestFunctionsUnderRIE(t *testing.T) {
 	}
 	hw := total + 1 // and the traced record
 
-	// Routes sent to the wrong function: 405 or 404 in API.md's shape.
+	// Routes sent to the wrong function: 405 or 404 in docs/api.md's shape.
 	for _, c := range []struct {
 		fn     *rie
 		method string

@@ -30,7 +30,8 @@ import (
 	"github.com/tierlog/tierlog/localstack/lite/emulator"
 )
 
-// rieModule is the Runtime Interface Emulator, pinned (DESIGN.md section 8).
+// rieModule is the Runtime Interface Emulator, pinned (docs/lambda.md
+// "Build and test").
 const rieModule = "github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@v0.0.0-20261030222936-bef5c4ba774d"
 
 // repoRoot is the module root (two levels up from functions/e2e).

@@ -23,7 +23,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 )
 
-// The stack (DESIGN.md, top):
+// The stack (docs/design.md, its opening and "Deployments"):
 //
 //	client ─SigV4─► HTTP API (IAM auth on every route, access log)
 //	                 ├─ write routes ─► Produce ──async invoke (Lambda endpoint)─► Compactor
@@ -450,7 +450,7 @@ func NewTierlogStack(scope constructs.Construct, id *string, props *TierlogStack
 		DefaultAuthorizer: awsapigatewayv2authorizers.NewHttpIamAuthorizer(),
 		// The $default route (IAM-authorized too): a signed request no
 		// route matches reaches fetch, whose route filter answers 404
-		// not_found or 405 method_not_allowed (with Allow) in API.md's
+		// not_found or 405 method_not_allowed (with Allow) in docs/api.md's
 		// error shape instead of API Gateway's {"message":"Not Found"}.
 		DefaultIntegration: integrations[FnFetch],
 	})

@@ -1,9 +1,9 @@
 package main
 
-// Assertions on the synthesized template. Every resource and property
-// the stack promises (issue 4, item 3) has a check here; the expected
-// values are written out literally rather than read back from stack.go's
-// tables, so a change there has to be made twice.
+// Assertions on the synthesized template. Every resource and property the
+// stack promises has a check here; the expected values are written out
+// literally rather than read back from stack.go's tables, so a change there
+// has to be made twice.
 //
 // The tests need no AWS account, no network and no built functions: the
 // function code is a directory with a placeholder bootstrap (TestDistDir
@@ -663,7 +663,7 @@ func fmtGrants(g map[string][]string) string {
 
 func TestHTTPAPI(t *testing.T) {
 	s := defaultStack(t)
-	// API.md's routes and the function serving each, written out.
+	// docs/api.md's routes and the function serving each, written out.
 	want := map[string]string{
 		"POST /v1/topics":                                        "Produce",
 		"DELETE /v1/topics/{topic}":                              "Produce",
@@ -696,7 +696,7 @@ func TestHTTPAPI(t *testing.T) {
 		"HEAD /v1/groups/{group}/offsets":                        "Fetch",
 		"HEAD /v1/health":                                        "Fetch",
 		// Anything else reaches fetch's route filter, which answers 404 or
-		// 405 in API.md's shape.
+		// 405 in docs/api.md's shape.
 		"$default": "Fetch",
 	}
 	check(t, "one HTTP API", func() {

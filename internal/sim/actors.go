@@ -234,9 +234,8 @@ func retryable(err error) bool {
 
 // acked puts an acknowledged batch into the model. id is the incarnation
 // its commit went to: one that is not the current incarnation must have
-// committed before its topic item was deleted (audit finding 3: an
-// acknowledged write is readable under the topic name, unless the topic
-// was deleted after it).
+// committed before its topic item was deleted (an acknowledged write is
+// readable under the topic name, unless the topic was deleted after it).
 func (w *World) acked(a *Actor, p int, id string, vals []string, recs []partition.Record, app partition.Appended) {
 	if len(w.parts) == 0 || w.topic.ID != id {
 		at, ok := w.gone[id]

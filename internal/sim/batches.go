@@ -12,8 +12,8 @@ import (
 	"github.com/tierlog/tierlog/pkg/segment"
 )
 
-// Keyed, retried and conditional batches (DESIGN.md 4a: I7 at most once,
-// I8 answered truthfully).
+// Keyed, retried and conditional batches (docs/design.md "Invariants": I7
+// at most once, I8 answered truthfully).
 //
 // A client sends each logical batch in one of four modes, chosen per batch
 // by the seed:
@@ -44,9 +44,9 @@ func (m batchMode) String() string {
 	return [...]string{"plain", "keyed", "conditional", "reuse"}[m]
 }
 
-// idemWindow is the shortest idempotency window (DESIGN.md 4a, at least
-// 10 minutes of the partition's clock): a key reused within it must be
-// answered from the first commit.
+// idemWindow is the shortest idempotency window (docs/internals.md "The
+// idempotency window", at least 10 minutes of the partition's clock): a key
+// reused within it must be answered from the first commit.
 const idemWindow = 10 * time.Minute
 
 // batch is the model of one logical keyed batch.

@@ -153,9 +153,8 @@ func (w *World) current(a *Actor, p int, what string, served int) *part {
 const simAnswerBytes = 16 << 10
 
 // brokerFetch: a fetch racing tiering and retention answers records or
-// out of range, never another error (audit findings 5 and 7); one below
-// the high watermark that answers records answers at least one (finding
-// 8); damaged records are refused, never served.
+// out of range, never another error; one below the high watermark that
+// answers records answers at least one; damaged records are refused, never served.
 //
 // Brokers fetch through FetchAnswer, as the HTTP API does, with JSON of
 // the result as the encoding; the answers they keep are checked as every
@@ -225,8 +224,8 @@ func (w *World) hw(p int) int64 {
 // once: the answer is at or before the first known record (acknowledged or
 // read) at or after the time that was committed when the lookup started
 // and is above the log start when it ended; it is found if there is one;
-// its record is at or after the time. A lookup racing tiering that skips a
-// segment is audit finding 5.
+// its record is at or after the time. A lookup racing tiering must not skip a
+// segment.
 func (w *World) brokerOffsetForTime(a *Actor, b *broker.Broker, c cmd) {
 	var hw0 int64 = -1
 	if c.p < len(w.parts) {

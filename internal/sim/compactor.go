@@ -1,7 +1,7 @@
 package sim
 
-// What drives pkg/compactor over the simulated NFS (its Config has an FS
-// since 73e087e): left out of an older checkout, where compat_ba945fc.go.txt
+// What drives pkg/compactor over the simulated NFS (through its Config's
+// FS): left out of an older checkout, where compat_ba945fc.go.txt
 // stands in for it.
 
 import (
@@ -67,7 +67,7 @@ func (w *World) compactorBody(a *Actor) {
 // finalTiering runs two compactor passes over every partition after the
 // faults stopped, with no yields, and checks that every sealed segment
 // above the log start whose file is not damaged was tiered: one damaged
-// segment must not stop tiering of the others (audit finding 9).
+// segment must not stop tiering of the others.
 func (w *World) finalTiering() error {
 	if len(w.parts) == 0 {
 		return nil

@@ -1,9 +1,9 @@
 package sim
 
 // This file holds what depends on the version of the metadata contract
-// (commit versions, partition fencing, cold marks: commit 83de3c9). To run
-// the simulation against an older checkout (ba945fc), replace it with
-// compat_ba945fc.go.txt (see doc.go).
+// (commit versions, partition fencing, cold marks). To run the simulation
+// against an older checkout, replace it with compat_ba945fc.go.txt (see
+// doc.go).
 
 import (
 	"context"

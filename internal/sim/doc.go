@@ -1,13 +1,13 @@
-// Package sim is the deterministic simulation of the write path (DESIGN.md
-// section 10): one process runs writers, zombies, readers, brokers,
-// compactors and an admin of one topic of 1-3 partitions over a simulated
-// NFS file system, a simulated DynamoDB and a simulated S3, driven by one
-// seeded scheduler and one fake clock, and checks the invariants after
-// every step. It drives the real code: partition.Open, (*partition.Log)
-// Append, Read, OffsetForTime and Close; broker.New, ProducePartition,
-// Fetch, OffsetForTime and DeleteTopic; compactor passes. Each simulated
-// process or Lambda container has its own NFS client, metadata connection
-// and object store client.
+// Package sim is the deterministic simulation of the write path
+// (docs/internals.md "Simulation"): one process runs writers, zombies,
+// readers, brokers, compactors and an admin of one topic of 1-3 partitions
+// over a simulated NFS file system, a simulated DynamoDB and a simulated
+// S3, driven by one seeded scheduler and one fake clock, and checks the
+// invariants after every step. It drives the real code: partition.Open,
+// (*partition.Log) Append, Read, OffsetForTime and Close; broker.New,
+// ProducePartition, Fetch, OffsetForTime and DeleteTopic; compactor passes.
+// Each simulated process or Lambda container has its own NFS client,
+// metadata connection and object store client.
 //
 // # Scheduler
 //
@@ -96,12 +96,13 @@
 //     trusted for FSFaults.AttrTimeout (1.5 s of virtual time): a cached
 //     listing misses files other clients created since; a listing read
 //     from the server misses each file another client created within the
-//     timeout with rate StaleList (the write buffer's trap, DESIGN.md 4a:
-//     a leader may not see a staged batch); a stat of a name this client
-//     looked up before answers "absent" from its fresh negative entry,
-//     and an open does with rate NegativeHit; a quarter of the seeds
-//     trust names and listings for 30 s and another quarter for 60 s
-//     (EFS's acdirmin and acregmax), far beyond the busy wait;
+//     timeout with rate StaleList (the write buffer's trap,
+//     docs/internals.md "Many writers: the write buffer": a leader may not
+//     see a staged batch); a stat of a name this client looked up before
+//     answers "absent" from its fresh negative entry, and an open does with
+//     rate NegativeHit; a quarter of the seeds trust names and listings for
+//     30 s and another quarter for 60 s (EFS's acdirmin and acregmax), far
+//     beyond the busy wait;
 //   - file times (mtime) from the server's clock, which no actor's skew
 //     touches;
 //   - no O_APPEND: writes are at explicit positions only.
@@ -149,8 +150,8 @@
 // the request applies or, half the time, is refused). A share
 // (LongDelay) of delayed requests is held 3-6 lease TTLs: a late commit
 // lands after a takeover and the new owner's commits. Reads may fail. A
-// late or duplicated commit landing after newer ones is exactly audit
-// finding 2. The store wrapper also tells the model which incarnation each
+// late or duplicated commit landing after newer ones must never apply. The
+// store wrapper also tells the model which incarnation each
 // actor's last answered commit and last partition read were of, and which
 // incarnation a topic delete request was meant for.
 //
@@ -204,24 +205,23 @@
 //     and, if its records are in the log at all, they start at E (also
 //     when another leader took it from the write buffer).
 //
-// Checks of the audit findings (each also a scenario where it can be
-// scripted):
-//   - finding 3: an acknowledged write is readable under the topic name:
+// Further checks (each also a scenario where it can be scripted):
+//   - topic delete: an acknowledged write is readable under the topic name:
 //     a commit into an incarnation answered after its topic item was
 //     deleted is a violation, and so is a fetch serving records of an
 //     incarnation read after that; a topic delete request deletes the
 //     incarnation it was sent for and no other;
-//   - finding 4: whenever the log start moved, the segments from it on
+//   - retention: whenever the log start moved, the segments from it on
 //     (catalog and item, each offset range once) hold at least
 //     retention_bytes;
-//   - findings 5 and 7: Broker.Fetch answers records, out of range or
+//   - reads racing tiering: Broker.Fetch answers records, out of range or
 //     unavailable, never another error (damage aside); Broker.OffsetForTime
 //     is checked at once against a brute force over the model (every
 //     acknowledged or read record committed when it started and above the
 //     log start when it ended): it never skips a segment;
-//   - finding 8: a Broker.Fetch below the high watermark that answers 200
+//   - fetch progress: a Broker.Fetch below the high watermark that answers 200
 //     answers at least one record;
-//   - finding 9: when the run ends, two compactor passes with no faults
+//   - tiering: when the run ends, two compactor passes with no faults
 //     tier every sealed segment above the log start whose file is not
 //     damaged.
 //
@@ -268,9 +268,9 @@
 //
 // # Older checkouts
 //
-// compat.go holds what depends on the metadata contract of 83de3c9 and
-// later (and partition.DamagedError, item fencing). To run the simulation
-// against ba945fc:
+// compat.go holds what depends on the metadata contract (commit versions,
+// partition fencing, cold marks; partition.DamagedError, item fencing). To
+// run the simulation against the checkout compat_ba945fc.go.txt is for:
 //
 //	git worktree add --detach /tmp/simold ba945fc
 //	mkdir -p /tmp/simold/internal/sim && cp internal/sim/*.go /tmp/simold/internal/sim/
@@ -280,7 +280,7 @@
 //	rm -rf /efs   # ba945fc's broker makes its directories with os.MkdirAll
 //
 // There no compactor runs (it reads the hot tier through package os), so
-// the checks of findings 4, 5, 7, 8 and 9 cannot fail there; random runs
-// stop at the first damaged record (ba945fc has no resync: ErrCorrupt for
-// everything after it).
+// the retention, reads-racing-tiering, fetch-progress and tiering checks
+// cannot fail there; random runs stop at the first damaged record (that
+// checkout has no resync: ErrCorrupt for everything after it).
 package sim

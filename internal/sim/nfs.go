@@ -29,11 +29,12 @@ type FSFaults struct {
 	// dropped (marked clean, as Linux does) and the error is reported by
 	// the next fsync (or close) of the file, once.
 	SilentWriteback float64
-	// The write buffer's traps (DESIGN.md 4a). A client trusts its name
-	// cache (positive and negative entries) and its directory listings
-	// for AttrTimeout (0: 1.5 s): a cached listing misses files other
-	// clients created since, and a stat of a name this client looked up
-	// before answers "absent" from its negative entry.
+	// The write buffer's traps (docs/internals.md "Many writers: the write
+	// buffer"). A client trusts its name cache (positive and negative
+	// entries) and its directory listings for AttrTimeout (0: 1.5 s): a
+	// cached listing misses files other clients created since, and a stat
+	// of a name this client looked up before answers "absent" from its
+	// negative entry.
 	AttrTimeout time.Duration
 	// StaleList: a listing read from the server (no fresh cached one)
 	// still misses each file another client created within AttrTimeout,

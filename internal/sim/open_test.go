@@ -3,8 +3,8 @@ package sim
 import "testing"
 
 // openFaults are the faults TestSimulate leaves out because they trigger a
-// known bug that is not fixed yet. Each names the finding; when it is
-// fixed, delete its line (the scenario of the same finding then guards it).
+// known bug that is not fixed yet. Each names the bug; when it is
+// fixed, delete its line (the scenario of the same bug then guards it).
 var openFaults = []struct {
 	name string
 	off  func(*Config)

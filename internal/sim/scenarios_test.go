@@ -72,16 +72,14 @@ func firstLine(s string) string {
 	return s
 }
 
-// audit1Hold is audit finding 1 with a HoldLease zombie: z holds the lease
-// and is paused just before the pwrite of its next batch; w takes the
-// lease over but its roll's create fails; x then writes. On ba945fc w's
-// failure released the lease with z's file still active, so x continued
-// z's file, and z's late pwrite landed on x's acknowledged records.
+// audit1Hold is a failed takeover roll with a HoldLease zombie: z holds
+// the lease and is paused just before the pwrite of its next batch; w takes
+// the lease over but its roll's create fails; x then writes. w's failure
+// must not release the lease with z's file still active: x would continue
+// z's file, and z's late pwrite would land on x's acknowledged records.
 //
-// Failed on ba945fc (internal/sim copied into a worktree, compat.go
-// replaced by compat_ba945fc.go.txt), right after z's fenced commit: "step
-// 80: I2/I5: checker read offset 2 = "z/b2/r0/xxx…"; acknowledged
-// "x/b4/r0/xxx…"". Passes since e54e7b9.
+// Fails when that rule is broken, right after z's fenced commit: "I2/I5:
+// checker read offset 2 = "z/b2/r0/xxx…"; acknowledged "x/b4/r0/xxx…"".
 func audit1Hold(sc *Script) {
 	z := sc.Writer("z", true)
 	w := sc.Writer("w", true)
@@ -100,11 +98,11 @@ func audit1Hold(sc *Script) {
 	sc.Check()
 }
 
-// audit1Lambda is finding 1 with a Lambda zombie, frozen after it acquired
-// and opened the active segment, before its pwrite.
+// audit1Lambda is audit1Hold with a Lambda zombie, frozen after it
+// acquired and opened the active segment, before its pwrite.
 //
-// Failed on ba945fc: "full check: I2/I5: checker read offset 2 =
-// "z/b2/r0/xxx…"; acknowledged "x/b4/r0/xxx…"". Passes since e54e7b9.
+// Fails when the rule is broken: "full check: I2/I5: checker read offset 2
+// = "z/b2/r0/xxx…"; acknowledged "x/b4/r0/xxx…"".
 func audit1Lambda(sc *Script) {
 	z := sc.Writer("z", false)
 	w := sc.Writer("w", false)
@@ -120,13 +118,13 @@ func audit1Lambda(sc *Script) {
 	sc.Check()
 }
 
-// audit2 is finding 2: a HoldLease writer's commit lands, and a retried
-// copy of it lands again after the writer's next commit. On ba945fc the
-// copy still matched (same epoch and owner) and moved next_offset back.
+// audit2 is a delayed duplicate commit: a HoldLease writer's commit lands,
+// and a retried copy of it lands again after the writer's next commit. The
+// copy has the same epoch and owner; only the commit version (in meta/mem
+// and the partition) refuses it.
 //
-// Failed on ba945fc: "step 25: I1/I2: the committed high watermark went
-// back from 6 to 4". Passes since f3b25ca/e54e7b9 (commit versions in
-// meta/mem and the partition).
+// Fails when a late copy can apply: "I1/I2: the committed high watermark
+// went back from 6 to 4".
 func audit2(sc *Script) {
 	a := sc.Writer("a", true)
 	sc.Append(a, 2, 0)
@@ -140,14 +138,14 @@ func audit2(sc *Script) {
 	sc.Check()
 }
 
-// audit6 is finding 6: the first fsync of a new segment fails and drops
-// the unsynced pages, header included. On ba945fc the release committed a
-// state naming the file with its header length although the file was
-// empty, and every later writer failed to recover it: the partition was
+// audit6 is an unsynced roll: the first fsync of a new segment fails and
+// drops the unsynced pages, header included. The release must not commit a
+// state naming the file with its header length while the file is empty:
+// every later writer would fail to recover it and the partition would be
 // unwritable forever (a liveness violation).
 //
-// Failed on ba945fc: "liveness: no append by b succeeded in 20s after the
-// faults stopped". Passes since e54e7b9.
+// Fails when that rule is broken: "liveness: no append by b succeeded in
+// 20s after the faults stopped".
 func audit6(sc *Script) {
 	a := sc.Writer("a", false)
 	b := sc.Writer("b", false)
@@ -159,8 +157,8 @@ func audit6(sc *Script) {
 
 // zombieFenced is the basic fencing case: z is frozen before its pwrite,
 // w takes over (seals z's file at its committed length, rolls), and z's
-// late pwrite lands past the sealed length, where no reader looks. This
-// passed on ba945fc (the audit found it correct); it guards the protocol.
+// late pwrite lands past the sealed length, where no reader looks. It
+// guards the protocol.
 func zombieFenced(sc *Script) {
 	z := sc.Writer("z", true)
 	w := sc.Writer("w", true)
@@ -182,7 +180,6 @@ func zombieFenced(sc *Script) {
 // zombieLateCommit freezes z after its fsync, before its commit: w takes
 // over, writes and commits; z's commit must be fenced and its records,
 // durable in z's file past the sealed length, never become readable.
-// Passed on ba945fc.
 func zombieLateCommit(sc *Script) {
 	z := sc.Writer("z", false)
 	w := sc.Writer("w", false)
@@ -196,19 +193,17 @@ func zombieLateCommit(sc *Script) {
 	sc.Check()
 }
 
-// audit3 is finding 3: broker b has topic t (id1) cached; the admin's
-// DeleteTopic is interrupted (a crash) after the topic item is gone and
-// before the files are (on ba945fc: before the partition items were); b
-// then produces through its cached incarnation. On ba945fc the partition item was still writable (no
-// fence): b's write was acknowledged into id1, which nobody can read under
-// the name t. Since e54e7b9 (FencePartition before the topic item is
-// deleted) the produce is refused (topic not found) and the next one goes
-// to the new incarnation.
+// audit3 is an interrupted delete with a stale writer: broker b has topic
+// t (id1) cached; the admin's DeleteTopic is interrupted (a crash) after
+// the topic item is gone and before the files are; b then produces through
+// its cached incarnation. The partition items are fenced (FencePartition)
+// before the topic item is deleted, so the produce is refused (topic not
+// found) and the next one goes to the new incarnation.
 //
-// Failed on ba945fc (the shim of doc.go): "step 58: I2 (audit finding 3):
-// b's write at t/0 offset 1 was acknowledged (committed at step 55) into
-// incarnation id1, whose topic item was deleted at step 21: it is not
-// readable under the topic name".
+// Fails when a partition item is still writable after its topic item is
+// gone: "I2 (…): b's write at t/0 offset 1 was acknowledged (…) into
+// incarnation id1, whose topic item was deleted (…): it is not readable
+// under the topic name".
 func audit3(sc *Script) {
 	b := sc.Broker("b", true)
 	adm := sc.Admin("adm")
@@ -234,12 +229,11 @@ func audit3(sc *Script) {
 // it three ways (two stale brokers; one broker whose duplicated or late
 // Acquire re-created the item; one broker whose Verify read failed once).
 //
-// Failed on 447bb74 and on ba945fc: "I2 (audit finding 3): b1's write at
-// t/1 offset 0 was acknowledged (committed at step 95) into incarnation
-// id1, whose topic item was deleted at step 68" (on ba945fc the same at
-// steps 81 and 59). Fixed twice over: DeleteTopic keeps the fenced items as
+// It is guarded twice over: DeleteTopic keeps the fenced items as
 // tombstones (a stale Acquire finds them fenced), and the partition checks
-// its topic whenever an acquired item is empty, whatever its epoch.
+// its topic whenever an acquired item is empty, whatever its epoch. Fails
+// when both are broken: "I2 (…): b1's write at t/1 offset 0 was
+// acknowledged (…) into incarnation id1, whose topic item was deleted (…)".
 func staleItemRecreated(sc *Script) {
 	b0 := sc.Broker("b0", true)
 	b1 := sc.Broker("b1", true)
@@ -259,9 +253,9 @@ func staleItemRecreated(sc *Script) {
 // first request lands: meta DeleteTopic deletes by name (DynamoDB:
 // attribute_exists only), so it deletes id2, which nobody deleted.
 //
-// Failed on 447bb74 and on ba945fc: "delete replay: a request to delete
-// topic t incarnation id1 (…) deleted incarnation id2". Fixed: meta
-// DeleteTopic takes the incarnation's id and deletes only that one.
+// meta DeleteTopic takes the incarnation's id and deletes only that one.
+// Fails when it deletes by name: "delete replay: a request to delete topic
+// t incarnation id1 (…) deleted incarnation id2".
 func deleteReplay(sc *Script) {
 	b := sc.Broker("b", true)
 	adm := sc.Admin("adm")
@@ -277,8 +271,8 @@ func deleteReplay(sc *Script) {
 // keyedRetryLostAnswer (I7): a Lambda writer's commit lands but its answer
 // is lost; the client retries the batch with the same key and records. It
 // must be answered with the first commit's offsets (Replayed), not
-// appended again. Failed on the AppendBatch stub of f5dd1b5 (keys
-// ignored): the retry appended the batch a second time.
+// appended again. Fails when AppendBatch ignores keys: the retry appends
+// the batch a second time.
 func keyedRetryLostAnswer(sc *Script) {
 	sc.Retries(5*time.Second, 0)
 	a := sc.Writer("a", false)
@@ -294,8 +288,8 @@ func keyedRetryLostAnswer(sc *Script) {
 
 // keyedRetryLateCommit (I7): the commit times out in flight, the client
 // backs off, the commit lands, then the client retries with the same key:
-// the retry must find the key committed. Failed on the stub of f5dd1b5
-// (the retry appended the batch again after the late commit).
+// the retry must find the key committed. Fails when AppendBatch ignores
+// keys (the retry appends the batch again after the late commit).
 func keyedRetryLateCommit(sc *Script) {
 	sc.Retries(5*time.Second, 0)
 	a := sc.Writer("a", false)
@@ -329,12 +323,11 @@ func keyedRetryHoldLost(sc *Script) {
 // committed at most once and every answer must name where it is. Driven
 // through generic Lambda writers only (which operations are the staging
 // is the partition's business: the script stops the waiters where they
-// wait, and z before its commit). Cannot run on the stub of f5dd1b5,
-// whose writers do not wait ("w1 finished its command without reaching
-// sleep"). On 6074ab8 it passed without meaning it (no staged file
-// decoded: no leader took one, the waiters led themselves); since 9be56c0
-// z's fenced write holds both staged batches, x commits them, and w1 and
-// w2 are answered with x's offsets.
+// wait, and z before its commit). It cannot run against writers that do
+// not wait ("w1 finished its command without reaching sleep"), and it only
+// means something when a leader takes the staged files (the waiters must
+// not lead themselves): z's fenced write holds both staged batches, x
+// commits them, and w1 and w2 are answered with x's offsets.
 func zombieLeaderStaged(sc *Script) {
 	sc.Retries(20*time.Second, 20*time.Second)
 	h := sc.Writer("h", false)

@@ -248,7 +248,8 @@ func (w *World) onTopicUpdated(t meta.TopicConfig) {
 
 // onTopicDeleted is called when a topic item is deleted in the store: its
 // acknowledged records are gone legitimately; an acknowledgement of a
-// commit into it after this is audit finding 3.
+// commit into it after this is a violation (an acknowledged write must be
+// readable under the topic name).
 func (w *World) onTopicDeleted(cur meta.TopicConfig) {
 	w.gone[cur.ID] = w.s.step
 	if cur.ID == w.topic.ID {

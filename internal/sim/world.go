@@ -497,7 +497,7 @@ func (w *World) checkPart(pm *part, full bool) error {
 }
 
 // checkRetention: retention never drops a segment inside the retention
-// bound (audit finding 4). Retention by bytes drops the oldest segment only
+// bound. Retention by bytes drops the oldest segment only
 // while what stays is at least retention_bytes, so whenever the log start
 // has moved, the segments from it on (each offset range counted once: the
 // catalog and the item may both name a segment) hold at least

@@ -33,7 +33,7 @@ type config struct {
 	stream      *StreamConfig // nil: no streaming fetch (sse.go)
 }
 
-// extraRoute is a route outside API.md that the handler serves as well.
+// extraRoute is a route outside docs/api.md that the handler serves as well.
 type extraRoute struct {
 	method, path string
 	h            http.Handler
@@ -57,9 +57,9 @@ func WithBodyReadTimeout(d time.Duration) Option {
 }
 
 // WithRoute serves h at method path (a ServeMux pattern's two halves,
-// such as "GET" "/metrics") besides API.md's routes, behind the same
+// such as "GET" "/metrics") besides docs/api.md's routes, behind the same
 // path canonicalisation, request id and panic recovery; other methods on
-// path are 405 in API.md's shape. The local server serves /metrics so:
+// path are 405 in docs/api.md's shape. The local server serves /metrics so:
 // no path ever reaches a ServeMux that would answer it with a redirect.
 func WithRoute(method, path string, h http.Handler) Option {
 	return func(c *config) { c.extra = append(c.extra, extraRoute{method, path, h}) }
@@ -88,7 +88,7 @@ func applyDefaults(opts []Option) config {
 	return c
 }
 
-// server serves API.md over one broker. It is safe for concurrent use: it
+// server serves docs/api.md over one broker. It is safe for concurrent use: it
 // has no mutable state of its own.
 type server struct {
 	b           *broker.Broker
@@ -99,7 +99,7 @@ type server struct {
 	stream      *StreamConfig // nil: no streaming fetch (sse.go)
 }
 
-// New returns the http.Handler of API.md serving b. The handler is safe for
+// New returns the http.Handler of docs/api.md serving b. The handler is safe for
 // concurrent use; it answers every request with a fresh X-Request-Id header.
 func New(b *broker.Broker, opts ...Option) http.Handler {
 	c := applyDefaults(opts)
@@ -146,7 +146,7 @@ func (s *server) routes(extra []extraRoute) {
 	}
 	for _, p := range paths {
 		// The method-less pattern is less specific than the ones above, so
-		// it only sees the methods they do not serve: answer 405 in API.md's
+		// it only sees the methods they do not serve: answer 405 in docs/api.md's
 		// shape instead of ServeMux's plain-text one.
 		allowHeader := strings.Join(p.allow, ", ")
 		pattern := p.pattern

@@ -21,12 +21,12 @@ import (
 //     wire.MediaType or wire.MediaTypeV2 (parameters ignored; version 2
 //     carries headers and producer timestamps); any other Content-Type, or none,
 //     is JSON as before: curl sends application/x-www-form-urlencoded, and
-//     API.md has no 415;
+//     docs/api.md has no 415;
 //   - a produce or fetch answer is binary when Accept names wire.MediaType
 //     or wire.MediaTypeV2 with a q other than 0, in version 2 if it names
 //     that (a version 1 fetch answer leaves headers out); "*/*" and
 //     anything else answer JSON;
-//   - errors are JSON whatever the Accept, in API.md's shape.
+//   - errors are JSON whatever the Accept, in docs/api.md's shape.
 
 // mediaPrefix is what the binary media types of every version share.
 var mediaPrefix = strings.TrimSuffix(wire.MediaType, "1")

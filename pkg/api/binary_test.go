@@ -25,7 +25,7 @@ import (
 	"github.com/tierlog/tierlog/pkg/wire"
 )
 
-// TestWireLimitsMatchBroker pins the binary format's limits to API.md's,
+// TestWireLimitsMatchBroker pins the binary format's limits to docs/api.md's,
 // which the broker enforces: a batch that fits one format fits the other.
 func TestWireLimitsMatchBroker(t *testing.T) {
 	if wire.MaxRecords != broker.MaxBatchRecords || wire.MaxRecords < broker.MaxFetchRecords {
@@ -375,7 +375,7 @@ func TestBinaryNegotiation(t *testing.T) {
 }
 
 // TestBinaryHostile sends malformed binary bodies over HTTP: each gets its
-// documented status in API.md's error shape and stores nothing.
+// documented status in docs/api.md's error shape and stores nothing.
 func TestBinaryHostile(t *testing.T) {
 	t.Parallel()
 	s := newServer(t)

@@ -17,7 +17,7 @@ import (
 	"github.com/tierlog/tierlog/pkg/broker"
 )
 
-// maxBodyBytes is API.md's body limit; more is 413 payload_too_large.
+// maxBodyBytes is docs/api.md's body limit; more is 413 payload_too_large.
 const maxBodyBytes = 5 << 20
 
 // maxMetadataBytes bounds a group offset's metadata string, as Kafka's
@@ -41,8 +41,8 @@ type errReader struct{ err error }
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
 // readJSON decodes the whole body into v: exactly one JSON value and
-// nothing but white space after it. The body is strict (API.md "Strict
-// bodies"): syntax is checked first, then strictFields holds it to v's
+// nothing but white space after it. The body is strict (docs/api.md
+// "Request bodies"): syntax is checked first, then strictFields holds it to v's
 // type (no unknown field, no key given twice, no key in the wrong case:
 // 400 naming the field with its path), and then the types are decoded.
 func readJSON(w http.ResponseWriter, r *http.Request, v any) error {
@@ -489,8 +489,8 @@ type rawRecord struct {
 	Timestamp json.RawMessage
 }
 
-// Limits of record headers (API.md "Records: headers, event time, JSON
-// values"): 65 or more headers on a record is 400, as is a key of 0 or
+// Limits of record headers (docs/api.md "Produce",
+// the headers field): 65 or more headers on a record is 400, as is a key of 0 or
 // more than 256 bytes. Header keys and values count in the record's
 // MaxRecordBytes.
 const (
@@ -499,7 +499,7 @@ const (
 )
 
 // The fields of a produce body, of a record and of a header, for strict
-// decoding (API.md "Strict bodies").
+// decoding (docs/api.md "Request bodies").
 var (
 	produceFields = newFieldSet("encoding", "records", "expected_offset")
 	recordFields  = newFieldSet("key", "value", "partition", "headers", "timestamp")
@@ -773,7 +773,7 @@ func tokenType(tok json.Token) string {
 	return fmt.Sprintf("%T", tok)
 }
 
-// convertRecord applies API.md's record rules: key absent or null = no key
+// convertRecord applies docs/api.md's record rules: key absent or null = no key
 // (nil); value null = tombstone (nil); value absent = 400, so a forgotten
 // field is not silently a tombstone; "" is an empty, non-nil slice.
 func convertRecord(i int, rr rawRecord, enc encoding, allowPartition bool) (broker.ProduceRecord, error) {

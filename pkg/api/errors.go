@@ -18,7 +18,7 @@ import (
 	"github.com/tierlog/tierlog/pkg/partition"
 )
 
-// Error codes of API.md's table. Never change them: clients switch on them.
+// Error codes of docs/api.md's table. Never change them: clients switch on them.
 const (
 	codeInvalidRequest     = "invalid_request"
 	codeTopicNotFound      = "topic_not_found"
@@ -71,7 +71,7 @@ type errorBody struct {
 }
 
 // errorResponse is the body of every non-2xx answer. The offset fields are
-// set only for offset_out_of_range (API.md: "body also has both"),
+// set only for offset_out_of_range (docs/api.md: "body also has both"),
 // HighWatermark alone for offset_mismatch (the high watermark the
 // condition failed on), and NextOffset only for corrupt_record (the first
 // readable offset after the damage, docs/api-extensions.md).
@@ -107,7 +107,7 @@ const (
 	msgTooLargeGeneric = "payload too large"
 )
 
-// classify is the one place that maps errors to API.md's status/code table.
+// classify is the one place that maps errors to docs/api.md's status/code table.
 // It is used for request-level errors (writeError) and for the per-record
 // errors of a produce answer. Unmapped errors are internal: the message
 // names the request id only; the error itself is logged by the caller.

@@ -22,7 +22,7 @@ import (
 	"github.com/tierlog/tierlog/pkg/partition"
 )
 
-// TestClassify covers every row of API.md's error table, including the
+// TestClassify covers every row of docs/api.md's error table, including the
 // ones the real broker cannot be made to return on demand (503, 500).
 func TestClassify(t *testing.T) {
 	wrap := func(err error) error { return fmt.Errorf("topic %q partition %d: %w", "orders", 3, err) }

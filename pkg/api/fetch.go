@@ -11,7 +11,7 @@ import (
 	"github.com/tierlog/tierlog/pkg/wire"
 )
 
-// Fetch limits (API.md). Values above a cap are clamped to it (see
+// Fetch limits (docs/api.md). Values above a cap are clamped to it (see
 // boundedParam); values below the minimum are 400.
 const (
 	maxWaitMs = int64(broker.MaxWait / time.Millisecond) // 20,000

@@ -29,7 +29,7 @@ type commitEntry struct {
 // entries is refused at entry 10,001, not after a million allocations.
 type commitRequest struct {
 	Offsets json.RawMessage `json:"offsets"`
-	// A member's commit (API.md, Membership): both or neither.
+	// A member's commit (docs/api.md "Consumer groups"): both or neither.
 	MemberID   *string `json:"member_id"`
 	Generation *int64  `json:"generation"`
 }

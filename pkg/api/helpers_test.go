@@ -118,7 +118,7 @@ func (s *testServer) ok(method, path string, body any, want int, out any) respon
 }
 
 // checkError checks that r is the documented error answer: status, code,
-// and exactly API.md's shape, {"error":{"code","message"}} (plus the two
+// and exactly docs/api.md's shape, {"error":{"code","message"}} (plus the two
 // offsets for 416). It returns the message.
 func checkError(t *testing.T, what string, r response, status int, code string) string {
 	t.Helper()

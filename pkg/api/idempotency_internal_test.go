@@ -40,7 +40,7 @@ func decodeErrorShape(t *testing.T, w *httptest.ResponseRecorder) errorShape {
 }
 
 // TestIdempotencyErrorMapping: the three errors of idempotent and
-// conditional produce answer API.md's statuses and codes, offset_mismatch
+// conditional produce answer docs/api.md's statuses and codes, offset_mismatch
 // with high_watermark at the top level beside error (and nothing else),
 // messages that name the value and no package or server internals.
 func TestIdempotencyErrorMapping(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// End-to-end semantics of idempotent and conditional produce (API.md
+// End-to-end semantics of idempotent and conditional produce (docs/api.md
 // "Produce: many writers, exactly once, conditionally") through the real
 // handler over a real broker.
 

@@ -11,7 +11,7 @@ var goPackage = regexp.MustCompile(`(^|: )(broker|partition|meta|segment|tier|co
 
 // TestMessagesWithoutPackagePrefixes: the broker's errors reach the
 // answer as sentences about the request, without "broker:" and other Go
-// package names, with API.md's statuses and codes unchanged.
+// package names, with docs/api.md's statuses and codes unchanged.
 func TestMessagesWithoutPackagePrefixes(t *testing.T) {
 	s := newServer(t)
 	s.ok("POST", "/v1/topics", `{"name":"orders"}`, 201, nil)

@@ -113,7 +113,7 @@ func (q query) int64Param(name string) (v int64, present bool, err error) {
 }
 
 // boundedParam parses an optional parameter with a default, a minimum, and
-// a cap. Values above the cap are clamped to it, not refused: API.md calls
+// a cap. Values above the cap are clamped to it, not refused: docs/api.md calls
 // these limits "caps", and a client asking for more than the server gives
 // is answered with what the server gives (Kafka clamps fetch sizes the same
 // way). Values below min are refused.
@@ -138,7 +138,7 @@ type encoding int
 const (
 	encUTF8 encoding = iota
 	encBase64
-	encJSON // keys, values and header values are JSON values (API.md "JSON values")
+	encJSON // keys, values and header values are JSON values (docs/api.md "Encodings of keys and values")
 )
 
 func parseEncoding(s string) (encoding, error) {

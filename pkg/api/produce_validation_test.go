@@ -118,7 +118,7 @@ func TestProduceIdempotencyKeyValidation(t *testing.T) {
 // reach the handler over HTTP/1.1 (net/http's server refuses the request
 // itself, with a 400 of its own); where something in front of the handler
 // lets them through (API Gateway's event, here the handler called
-// directly), the handler refuses them in API.md's shape. Either way
+// directly), the handler refuses them in docs/api.md's shape. Either way
 // nothing is appended.
 func TestProduceIdempotencyKeyControlBytes(t *testing.T) {
 	s := newServer(t)

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Route is one route of API.md: a method and a ServeMux path pattern
+// Route is one route of docs/api.md: a method and a ServeMux path pattern
 // ("/v1/topics/{topic}"). It is the one route table: New serves it, the
 // Lambda route filter (pkg/lambdafn) matches paths against it, and the CDK
 // stack's API Gateway routes are generated from it (go generate
@@ -16,7 +16,7 @@ type Route struct {
 	Path   string
 }
 
-// routeTable is API.md's routes, in the order New registers them; a
+// routeTable is docs/api.md's routes, in the order New registers them; a
 // path's methods are listed in its Allow header in this order, each GET
 // followed by HEAD.
 var routeTable = []Route{
@@ -41,7 +41,7 @@ var routeTable = []Route{
 	{http.MethodDelete, "/v1/groups/{group}/members/{member}"},
 }
 
-// Routes returns API.md's routes (a copy). A GET route also answers HEAD;
+// Routes returns docs/api.md's routes (a copy). A GET route also answers HEAD;
 // HEAD is not listed separately.
 func Routes() []Route { return append([]Route(nil), routeTable...) }
 

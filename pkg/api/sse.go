@@ -19,15 +19,16 @@ import (
 	"github.com/tierlog/tierlog/pkg/broker"
 )
 
-// Streaming fetch (API.md "Streaming fetch", docs/api-extensions.md
-// "Streaming fetch (SSE)"): the fetch route with Accept: text/event-stream
-// answers Server-Sent Events where the handler was built WithStreaming,
-// and a plain fetch elsewhere (the Lambda functions, behind API Gateway).
+// Streaming fetch (docs/api.md "Streaming fetch (Server-Sent Events)",
+// docs/api-extensions.md "Streaming fetch (SSE)"): the fetch route with
+// Accept: text/event-stream answers Server-Sent Events where the handler
+// was built WithStreaming, and a plain fetch elsewhere (the Lambda
+// functions, behind API Gateway).
 
 // Streaming defaults.
 const (
 	// DefaultKeepAlive is how long a stream may stay silent before it
-	// sends a comment line (API.md: at least every 15 s while idle).
+	// sends a comment line (docs/api.md: at least every 15 s while idle).
 	DefaultKeepAlive = 15 * time.Second
 	// DefaultStreamWriteTimeout bounds one write of a stream to its
 	// client when the http.Server sets no WriteTimeout: a client that
@@ -134,7 +135,7 @@ func (s *StreamStats) Events() int64 { return s.events.Load() }
 // whose Accept names text/event-stream. Only for handlers served by
 // net/http directly (the local server): an adapter that buffers the whole
 // answer (API Gateway through Lambda) must leave it off, and then such a
-// request is answered as a plain fetch, as API.md says. Off by default.
+// request is answered as a plain fetch, as docs/api.md says. Off by default.
 func WithStreaming(sc StreamConfig) Option {
 	return func(c *config) {
 		if sc.KeepAlive <= 0 || sc.KeepAlive > DefaultKeepAlive {
@@ -209,7 +210,7 @@ func sseRecordJSON(dst []byte, rec *broker.Record, enc encoding) []byte {
 
 // fetchStream serves a streaming fetch. req is the validated fetch
 // (offset, max_records, max_bytes; wait_ms does not apply). Everything
-// that can be refused is refused before the 200, in API.md's JSON: a bad
+// that can be refused is refused before the 200, in docs/api.md's JSON: a bad
 // Last-Event-ID (400), a body too long to drain (413), the first read's
 // errors (416 out of range, 404, 503...). After the 200, an error ends
 // the stream with one "error" event.

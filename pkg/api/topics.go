@@ -9,7 +9,7 @@ import (
 	"github.com/tierlog/tierlog/pkg/broker"
 )
 
-// topicJSON is a topic as API.md shows it: the seven configuration fields
+// topicJSON is a topic as docs/api.md shows it: the seven configuration fields
 // of the create request, defaults filled in. The store's internal fields
 // (the incarnation id that names files, the creation time) are left out:
 // they are not part of the contract, and adding fields later is allowed
@@ -25,7 +25,7 @@ type topicJSON struct {
 	// Extensions (docs/api-extensions.md): cold-tier read settings.
 	CacheEnabled      bool `json:"cache_enabled"`
 	ReadAheadSegments int  `json:"read_ahead_segments"`
-	// "append" or "create" (API.md, Records: event time).
+	// "append" or "create" (docs/api.md "Topics", timestamp_type).
 	TimestampType string `json:"timestamp_type"`
 }
 
@@ -124,7 +124,7 @@ func (s *server) listTopics(w http.ResponseWriter, r *http.Request) {
 	for i, t := range ts {
 		out.Topics[i] = toTopicJSON(t)
 	}
-	// API.md promises name order; the broker lists sorted already, and this
+	// docs/api.md promises name order; the broker lists sorted already, and this
 	// keeps the contract here whatever the store does.
 	slices.SortFunc(out.Topics, func(a, b topicJSON) int { return strings.Compare(a.Name, b.Name) })
 	s.writeJSON(w, r, http.StatusOK, &out)

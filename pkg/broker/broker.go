@@ -1,7 +1,6 @@
-// Package broker is tierlog's entry point (seed 1's Broker face): topics,
-// routing of records to partitions, produce, fetch, offsets and consumer
-// groups. It sits between the HTTP API and package partition, and knows
-// nothing of HTTP or AWS.
+// Package broker is tierlog's entry point: topics, routing of records to
+// partitions, produce, fetch, offsets and consumer groups. It sits between
+// the HTTP API and package partition, and knows nothing of HTTP or AWS.
 //
 // # Concurrency
 //

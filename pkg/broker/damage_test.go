@@ -16,11 +16,11 @@ import (
 	"github.com/tierlog/tierlog/pkg/segment"
 )
 
-// Damage on disk (DESIGN.md 4b): a byte flipped in a sealed segment, in the
-// active segment, or in a record's size field. Whatever the damage, a fetch
-// before it returns the good records up to it, a fetch at it answers a
-// DamagedError naming the offsets (never the bytes), a fetch after it
-// returns the records there, and produce keeps working.
+// Damage on disk (docs/design.md "Reads"): a byte flipped in a sealed
+// segment, in the active segment, or in a record's size field. Whatever the
+// damage, a fetch before it returns the good records up to it, a fetch at
+// it answers a DamagedError naming the offsets (never the bytes), a fetch
+// after it returns the records there, and produce keeps working.
 func TestDamagedRecordsAroundTheDamage(t *testing.T) {
 	const (
 		perSeg = 20 // records per segment

@@ -9,13 +9,13 @@ import (
 	"github.com/tierlog/tierlog/pkg/meta/mem"
 )
 
-// A DeleteTopic interrupted at any step (a Lambda timeout, a killed process)
-// must never leave a partition that a process with the old incarnation
-// cached can keep acknowledging writes into: such a write is acknowledged and
-// never readable (I2). ba945fc deleted the topic item first and the
-// partition items after; a crash between the two left them writable, and a
-// cached writer only re-checks the incarnation when an item looks never
-// written (audit finding 3).
+// A DeleteTopic interrupted at any step (a Lambda timeout, a killed
+// process) must never leave a partition that a process with the old
+// incarnation cached can keep acknowledging writes into: such a write is
+// acknowledged and never readable (I2). Deleting the topic item first and
+// the partition items after would leave them writable after a crash between
+// the two, and a cached writer only re-checks the incarnation when an item
+// looks never written.
 func TestInterruptedDeleteNeverAcknowledgesIntoOldIncarnation(t *testing.T) {
 	for _, step := range []string{"fence", "topic", "files"} {
 		t.Run("crash after "+step, func(t *testing.T) {

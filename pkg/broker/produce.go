@@ -15,7 +15,8 @@ import (
 	"github.com/tierlog/tierlog/pkg/partition"
 )
 
-// Errors of idempotent and conditional produce (API.md additions).
+// Errors of idempotent and conditional produce (docs/api.md "Idempotent
+// produce", "Conditional produce").
 var (
 	// ErrIdempotencyKeyInUse means another request with the same
 	// Idempotency-Key is still being appended by this process.
@@ -43,7 +44,7 @@ func (e *OffsetMismatchError) Error() string {
 // Is makes errors.Is(err, ErrOffsetMismatch) hold.
 func (e *OffsetMismatchError) Is(target error) bool { return target == ErrOffsetMismatch }
 
-// MaxIdempotencyKey is the longest Idempotency-Key (API.md).
+// MaxIdempotencyKey is the longest Idempotency-Key (docs/api.md).
 const MaxIdempotencyKey = 255
 
 // ValidIdempotencyKey reports whether k is a legal Idempotency-Key: 1 to
@@ -427,7 +428,7 @@ func putPartRecs(p *[]partition.Record) {
 	}
 }
 
-// Header limits (API.md: records, headers).
+// Header limits (docs/api.md "Produce": headers).
 const (
 	MaxHeaders      = 64  // headers of one record
 	MaxHeaderKeyLen = 256 // bytes of a header key (at least 1)

@@ -1,10 +1,11 @@
 package broker_test
 
-// Regression tests for reads racing a compactor pass (audit of ba945fc,
-// findings 5 and 7). The race is injected deterministically: the broker's
-// metadata store is wrapped so that its catalog read (Segments) runs one
-// whole compactor pass first (or right after), exactly where a concurrent
-// compactor Lambda could run.
+// Tests for reads racing a compactor pass: a fetch or offset-for-time must
+// neither skip a segment nor answer an error other than records or out of
+// range while segments move to the cold tier. The race is injected
+// deterministically: the broker's metadata store is wrapped so that its
+// catalog read (Segments) runs one whole compactor pass first (or right
+// after), exactly where a concurrent compactor Lambda could run.
 
 import (
 	"bytes"

@@ -42,7 +42,7 @@ func (e *OffsetOutOfRangeError) Error() string {
 	return fmt.Sprintf("broker: offset %d out of range [%d, %d]", e.Offset, e.LogStartOffset, e.HighWatermark)
 }
 
-// Limits of the API (API.md): enforced by the broker so every front end
+// Limits of the API (docs/api.md): enforced by the broker so every front end
 // shares them.
 const (
 	MaxRecordBytes   = 1 << 20 // key + value of one record
@@ -55,7 +55,7 @@ const (
 	MaxPartitions    = 10000
 )
 
-// Topic defaults (API.md).
+// Topic defaults (docs/api.md).
 const (
 	DefaultPartitions     = 1
 	DefaultRetentionMs    = 604800000
@@ -93,7 +93,7 @@ type TopicSpec struct {
 	SegmentBytes   *int64
 	SegmentMs      *int64
 	CleanupPolicy  *string
-	// Cold-tier read settings (an API.md extension).
+	// Cold-tier read settings (an docs/api.md extension).
 	CacheEnabled      *bool
 	ReadAheadSegments *int
 	// TimestampType is TimestampAppend (default) or TimestampCreate.
@@ -124,8 +124,9 @@ type Header = segment.Header
 
 // Timestamp types of a topic (TopicConfig.TimestampType), as Kafka's
 // message.timestamp.type: append time is the server's clock at append
-// (non-decreasing within a partition, DESIGN.md I6); create time is the
-// producer's, defaulting to the server's clock where a record has none.
+// (non-decreasing within a partition, docs/design.md "Invariants", I6);
+// create time is the producer's, defaulting to the server's clock where a
+// record has none.
 const (
 	TimestampAppend = "append"
 	TimestampCreate = "create"

@@ -23,7 +23,7 @@ import (
 // Format is how produce and fetch bodies travel.
 type Format int
 
-// The formats. JSON is API.md's; Binary is docs/api-binary.md's.
+// The formats. JSON is docs/api.md's; Binary is docs/api-binary.md's.
 const (
 	JSON Format = iota
 	Binary
@@ -81,7 +81,7 @@ type config struct {
 // keeps up to 64 idle connections per host, so a producer writing many
 // partitions at once does not reconnect per batch. Whichever client is
 // used, redirects are never followed (its CheckRedirect is replaced, on a
-// copy): API.md has no 3xx, and following one that keeps the method can
+// copy): docs/api.md has no 3xx, and following one that keeps the method can
 // turn a request into another (a DELETE of a partition path into a DELETE
 // of the topic). A 3xx answer is an *Error.
 func WithHTTPClient(hc *http.Client) Option { return func(c *config) { c.hc = hc } }
@@ -169,7 +169,7 @@ func applyDefaults(opts []Option) (config, error) {
 	return c, nil
 }
 
-// Client speaks API.md to one server. It is safe for concurrent use.
+// Client speaks docs/api.md to one server. It is safe for concurrent use.
 type Client struct {
 	base     string // scheme://host[/prefix], no trailing slash
 	cfg      config

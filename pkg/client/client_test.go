@@ -181,7 +181,7 @@ func TestKeyPartitionMatchesBroker(t *testing.T) {
 	}
 }
 
-// TestErrorShapes checks answers that are not API.md's: API Gateway's own
+// TestErrorShapes checks answers that are not docs/api.md's: API Gateway's own
 // {"message":...}, plain text, and Retry-After as a date.
 func TestErrorShapes(t *testing.T) {
 	t.Parallel()

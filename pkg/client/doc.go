@@ -1,4 +1,4 @@
-// Package client is the Go client of tierlog's HTTP API (API.md): one
+// Package client is the Go client of tierlog's HTTP API (docs/api.md): one
 // method per route on Client, a batching Producer and a long-polling
 // Consumer on top. The CLI, the benchmarks and the end-to-end tests use
 // it; it imports nothing of the server (only package wire, the binary
@@ -15,12 +15,12 @@
 //
 // # Errors and retries
 //
-// A non-2xx answer is an *Error with the status, API.md's code and
+// A non-2xx answer is an *Error with the status, docs/api.md's code and
 // message, and Retry-After. IsRetriable says whether trying again is
 // reasonable: 503 unavailable (and 429, 502, 504, which API Gateway
 // answers), or a connection error before an answer arrived.
 //
-// Redirects are never followed, whatever http.Client is used: API.md has
+// Redirects are never followed, whatever http.Client is used: docs/api.md has
 // no 3xx, and a followed redirect that keeps the method can address
 // another resource. A 3xx is an *Error. Records damaged on the server's
 // disk are a *DamagedError naming the next readable offset: nothing skips
@@ -34,12 +34,12 @@
 //
 // # Duplicates
 //
-// Every produce request carries an Idempotency-Key (API.md): a random
+// Every produce request carries an Idempotency-Key (docs/api.md): a random
 // 128-bit key per call (per batch for the Producer) unless the caller
 // gives one (ProduceOptions.IdempotencyKey), and every retry of that call
 // carries the same key. Produce calls retry 503 (and 429, 502, 504), lost
 // connections, 408 request_timeout and 409 idempotency_key_in_use (an
-// earlier attempt still in flight). A server that implements API.md's
+// earlier attempt still in flight). A server that implements docs/api.md's
 // idempotency appends a retried request once and answers it with the
 // first attempt's offsets (Result.Replayed, ProduceReply.Replayed). When
 // the retries give up, the call's error (the Producer: each record's Err)

@@ -14,7 +14,7 @@ import (
 	"unicode/utf8"
 )
 
-// Error codes of API.md. A server may add codes; switch with a default.
+// Error codes of docs/api.md. A server may add codes; switch with a default.
 const (
 	CodeInvalidRequest    = "invalid_request"
 	CodeTopicNotFound     = "topic_not_found"
@@ -91,12 +91,12 @@ func asMismatch(err error, expected int64) error {
 }
 
 // Error is an error answer of the API, or the error of one record of a
-// produce answer (Status is then the status API.md gives its code).
+// produce answer (Status is then the status docs/api.md gives its code).
 type Error struct {
 	// Status is the HTTP status.
 	Status int
-	// Code is API.md's error code, or "" when the answer was not in
-	// API.md's shape (for example API Gateway's own 403).
+	// Code is docs/api.md's error code, or "" when the answer was not in
+	// docs/api.md's shape (for example API Gateway's own 403).
 	Code string
 	// Message is the server's message.
 	Message string
@@ -174,13 +174,13 @@ func IsUnreachable(err error) bool {
 		(errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH))
 }
 
-// IsCode reports whether err is an *Error with API.md code code.
+// IsCode reports whether err is an *Error with docs/api.md code code.
 func IsCode(err error, code string) bool {
 	var e *Error
 	return errors.As(err, &e) && e.Code == code
 }
 
-// statusOf is the status API.md gives a code, for per-record errors.
+// statusOf is the status docs/api.md gives a code, for per-record errors.
 func statusOf(code string) int {
 	switch code {
 	case CodeInvalidRequest:
@@ -235,7 +235,7 @@ func asDamaged(err error, topic string, partition int, offset int64) error {
 	return err
 }
 
-// parseError builds the *Error of a non-2xx answer: API.md's shape, or
+// parseError builds the *Error of a non-2xx answer: docs/api.md's shape, or
 // API Gateway's {"message":...}, or the body as text.
 func parseError(op string, res *http.Response, body []byte) *Error {
 	e := &Error{

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Error codes of consumer-group membership (API.md, second wave).
+// Error codes of consumer-group membership (docs/api.md "Consumer groups").
 const (
 	// CodeGroupNotFound (404): an admin route named an unknown group.
 	CodeGroupNotFound = "group_not_found"

@@ -169,7 +169,7 @@ func TestProduceCallerKey(t *testing.T) {
 }
 
 // conditionStub answers every produce itself, as a server that
-// implements API.md's additions would, recording how expected_offset
+// implements docs/api.md's additions would, recording how expected_offset
 // arrived: 409 offset_mismatch (high watermark 17) for a condition, 422
 // for the key "reused", 200 with Idempotent-Replayed for "replay".
 type conditionStub struct {

@@ -48,7 +48,7 @@ type Header struct {
 	Value []byte
 }
 
-// Limits of record headers (API.md).
+// Limits of record headers (docs/api.md).
 const (
 	MaxHeaders        = 64
 	MaxHeaderKeyBytes = 256
@@ -132,7 +132,7 @@ type ProduceReply struct {
 	IdempotencyKey string
 }
 
-// Limits of the API (API.md), the same in both formats.
+// Limits of the API (docs/api.md), the same in both formats.
 const (
 	MaxRecords     = wire.MaxRecords
 	MaxRecordBytes = wire.MaxRecordBytes
@@ -264,7 +264,7 @@ func NewIdempotencyKey() string {
 	return hex.EncodeToString(b[:])
 }
 
-// MaxIdempotencyKey is the longest Idempotency-Key (API.md).
+// MaxIdempotencyKey is the longest Idempotency-Key (docs/api.md).
 const MaxIdempotencyKey = 255
 
 // ValidIdempotencyKey reports whether key is a legal Idempotency-Key: 1 to
@@ -282,7 +282,7 @@ func ValidIdempotencyKey(key string) error {
 }
 
 // withExpectedOffset adds expected_offset to a single-partition produce:
-// in the JSON body (API.md), or as the query parameter for a binary body
+// in the JSON body (docs/api.md), or as the query parameter for a binary body
 // (docs/api-extensions.md). It returns the body to send.
 func withExpectedOffset(rq *request, f Format, expected int64) ([]byte, error) {
 	if f == Binary {
@@ -397,7 +397,7 @@ func produceSize(recs []Record, f Format) int {
 	return 32 + n*4/3 + len(recs)*40
 }
 
-// appendJSONProduce writes API.md's produce body by hand: encoding/json
+// appendJSONProduce writes docs/api.md's produce body by hand: encoding/json
 // would replace invalid UTF-8 with U+FFFD. Text that is all valid UTF-8
 // goes as utf8 strings, anything else makes the whole body base64 (header
 // keys are always strings).

@@ -13,7 +13,7 @@ import (
 	"github.com/tierlog/tierlog/pkg/client"
 )
 
-// TestRedirectsRefused: API.md has no 3xx. A redirect is an *Error, never
+// TestRedirectsRefused: docs/api.md has no 3xx. A redirect is an *Error, never
 // followed (robustness.md 3.2: a followed 307 that keeps the method turned
 // a DELETE of a partition path into a DELETE of the topic), and never
 // retried, with the default HTTP client and with the caller's.

@@ -17,7 +17,7 @@ import (
 	"time"
 )
 
-// Streaming follow: the fetch route as Server-Sent Events (API.md
+// Streaming follow: the fetch route as Server-Sent Events (docs/api.md
 // "Streaming fetch", docs/api-extensions.md "Streaming fetch (SSE)").
 
 // DefaultStreamIdleTimeout is how long a Stream waits without a byte from
@@ -28,7 +28,7 @@ const DefaultStreamIdleTimeout = 45 * time.Second
 // StreamOptions tunes a Stream. The zero value is the defaults.
 type StreamOptions struct {
 	// MaxRecords and MaxBytes bound each batch the server reads (and,
-	// when polling, each fetch): API.md's max_records and max_bytes.
+	// when polling, each fetch): docs/api.md's max_records and max_bytes.
 	MaxRecords, MaxBytes int
 	// Wait is how long one fetch long-polls when the server answers
 	// JSON instead of a stream. 0 means DefaultWait.

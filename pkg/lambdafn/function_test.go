@@ -168,7 +168,7 @@ func TestFunctionHTTPAndCompactor(t *testing.T) {
 		t.Fatal("the notifier's failure is not logged")
 	}
 
-	// Malformed event: 400 in API.md's shape, not a function error.
+	// Malformed event: 400 in docs/api.md's shape, not a function error.
 	bad := event("POST", "/v1/topics", "%%%")
 	bad.IsBase64Encoded = true
 	resp := call(ph, bad, 400)

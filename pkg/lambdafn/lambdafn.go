@@ -14,10 +14,10 @@
 // http.Handler (package api) through aws-lambda-go-api-proxy's httpadapter,
 // behind a route filter: a function answers only the methods it serves. A
 // request for a known route with a method the function does not serve is
-// 405 method_not_allowed, an unknown path 404 not_found, both in API.md's
+// 405 method_not_allowed, an unknown path 404 not_found, both in docs/api.md's
 // error shape (see routes.go). HEAD answers carry no body.
 //
-// # Lambda's rules (DESIGN.md section 9)
+// # Lambda's rules (docs/lambda.md "Lambda rules")
 //
 // Nothing runs after the answer: leases are released by every batch
 // (ReleaseEachBatch), the compactor has no timer (CompactInterval -1), and
@@ -145,7 +145,7 @@ func New(ctx context.Context, name string, opts ...Option) (*Function, error) {
 		AnswerCacheBytes: env.AnswerCacheBytes,
 		Logger:           log,
 		// API Gateway buffers every answer: a streaming fetch
-		// (Accept: text/event-stream) answers as a plain fetch (API.md).
+		// (Accept: text/event-stream) answers as a plain fetch (docs/api.md).
 		DisableStreaming: true,
 	}
 	release := true // a frozen container must not sit on a lease

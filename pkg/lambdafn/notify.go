@@ -41,8 +41,9 @@ type NotifierFactory func(ctx context.Context, function string, apiOptions []fun
 
 // notify sends ONE event naming keys, waiting at most timeout: the request
 // answers after it, so nothing is left running once the answer is out
-// (DESIGN.md section 9). A failure is logged, never returned: the schedule
-// picks the segments up. It returns the number of events sent (0 or 1).
+// (docs/lambda.md "Lambda rules"). A failure is logged, never returned: the
+// schedule picks the segments up. It returns the number of events sent (0
+// or 1).
 func notify(ctx context.Context, n Notifier, timeout time.Duration, keys []meta.PartitionKey, log *slog.Logger) int {
 	ev := RolledEvent{Event: EventSegmentRolled}
 	for _, k := range keys {

@@ -17,7 +17,7 @@ import (
 	"github.com/tierlog/tierlog/pkg/api"
 )
 
-// The methods each HTTP function serves. API Gateway routes each API.md
+// The methods each HTTP function serves. API Gateway routes each docs/api.md
 // route to one of them by method; the route filter enforces the same split
 // in the function, so a misrouted request is refused rather than served by
 // the wrong function (a fetch container must never produce).
@@ -31,7 +31,7 @@ var (
 	ReadMethods = []string{http.MethodGet, http.MethodHead}
 )
 
-// apiRoute is one path of API.md with the methods it allows (GET implies
+// apiRoute is one path of docs/api.md with the methods it allows (GET implies
 // HEAD), from package api's route table.
 type apiRoute struct {
 	segs    []string // "{}" matches any non-empty segment
@@ -72,8 +72,8 @@ func FunctionFor(method string) string {
 
 func split(p string) []string { return strings.Split(strings.TrimPrefix(p, "/"), "/") }
 
-// routeMethods returns the methods API.md allows on the escaped path p, or
-// nil if p is no API.md route.
+// routeMethods returns the methods docs/api.md allows on the escaped path p, or
+// nil if p is no docs/api.md route.
 func routeMethods(p string) []string {
 	if !strings.HasPrefix(p, "/") {
 		return nil
@@ -128,7 +128,7 @@ func (f *routeFilter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.next.ServeHTTP(w, r)
 }
 
-// refuse answers in API.md's error shape.
+// refuse answers in docs/api.md's error shape.
 func (f *routeFilter) refuse(w http.ResponseWriter, r *http.Request, status int, code, msg, allow string) {
 	type body struct {
 		Error struct {
@@ -153,7 +153,7 @@ func (f *routeFilter) refuse(w http.ResponseWriter, r *http.Request, status int,
 	}
 }
 
-// requestID is the Lambda request id, else a fresh random one: API.md's
+// requestID is the Lambda request id, else a fresh random one: docs/api.md's
 // answers always carry an X-Request-Id.
 func requestID(r *http.Request) string {
 	if lc, ok := lambdacontext.FromContext(r.Context()); ok && lc.AwsRequestID != "" {

@@ -77,7 +77,7 @@ func TestRouteFilter(t *testing.T) {
 		{fetch, "GET", "/metrics", 404, "not_found", "", false, false},
 		{fetch, "HEAD", "/metrics", 404, "not_found", "", false, true},
 		// What API Gateway's $default route sends fetch: anything no
-		// route names, in API.md's shape.
+		// route names, in docs/api.md's shape.
 		{fetch, "PATCH", "/v1/topics/t", 405, "method_not_allowed", "GET, HEAD, DELETE, PATCH", false, false},
 		{fetch, "GET", "/v1/groups", 200, "", "", true, false},
 		{fetch, "OPTIONS", "/v1/health", 405, "method_not_allowed", "GET, HEAD", false, false},

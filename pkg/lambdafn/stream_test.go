@@ -7,8 +7,8 @@ import (
 )
 
 // Behind API Gateway (HTTP API, buffered answers) a fetch with Accept:
-// text/event-stream answers as a plain fetch (API.md "Streaming fetch"):
-// the functions are built with streaming off.
+// text/event-stream answers as a plain fetch (docs/api.md "Streaming fetch
+// (Server-Sent Events)"): the functions are built with streaming off.
 func TestFetchFunctionAnswersEventStreamAsPlainFetch(t *testing.T) {
 	awsEnv(t)
 	hot := t.TempDir()

@@ -22,10 +22,10 @@
 // AdvanceLogStart: monotonic conditional writes) and owns the catalog. Commit
 // never touches the compactor's fields, so neither overwrites the other.
 //
-// The lease protocol (DESIGN.md section 4) lives in package partition; this
-// package only guarantees the conditions: Acquire succeeds only on a free or
-// expired lease and bumps the epoch; Commit succeeds only while the caller's
-// epoch, owner and commit version are still the item's.
+// The lease protocol (docs/design.md "The write path") lives in package
+// partition; this package only guarantees the conditions: Acquire succeeds
+// only on a free or expired lease and bumps the epoch; Commit succeeds only
+// while the caller's epoch, owner and commit version are still the item's.
 //
 // # Commit versions
 //

@@ -1,8 +1,8 @@
-// Package objstore is the object store port: the cold tier (DESIGN.md
-// sections 2, 5 and 6). A finalized segment is one immutable object; the
-// compactor writes it with PutIfAbsent (idempotent: two compactors racing
-// leave one object), and the fetch path reads it with ranged Gets through
-// its footer and sparse index.
+// Package objstore is the object store port: the cold tier (docs/design.md
+// "Cold-tier artifact: `.seg` (`pkg/tier`)", "Tiering" and "Reads"). A
+// finalized segment is one immutable object; the compactor writes it with
+// PutIfAbsent (idempotent: two compactors racing leave one object), and the
+// fetch path reads it with ranged Gets through its footer and sparse index.
 //
 // Adapters, each in a subpackage, all pass the conformance suite in
 // package objtest:

@@ -4,7 +4,7 @@
 // offset lease of the metadata store, rolls segments, recovers after a crash,
 // and serves reads below the committed length.
 //
-// # Write path (DESIGN.md section 4)
+// # Write path (docs/design.md "The write path")
 //
 //  1. Acquire the lease (one conditional write). If the previous owner
 //     released cleanly, recover the active segment to its committed length
@@ -26,8 +26,8 @@
 // the state a write builds: it is the acquired or last committed state, with
 // a taken-over or damaged active segment already sealed, and it never names
 // a file that no commit named. A failure anywhere before a commit releases
-// l.lease, so the next owner never continues a zombie's file (the audit of
-// ba945fc, finding 1) nor a file whose header may not be durable (finding 6).
+// l.lease, so the next owner never continues a zombie's file nor a file
+// whose header may not be durable.
 //
 // With HoldLease (the local server) the lease is kept between batches and
 // renewed by each commit, so a batch costs one metadata write; without it

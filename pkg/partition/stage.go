@@ -16,10 +16,10 @@ import (
 	"github.com/tierlog/tierlog/pkg/segment"
 )
 
-// The write buffer (DESIGN.md 4a): a writer that finds the lease held
-// stages its batch as a file in the partition's wbuf directory, and the
-// lease holder appends the staged batches it finds with its own, under one
-// fsync and one commit.
+// The write buffer (docs/internals.md "Many writers: the write buffer"): a
+// writer that finds the lease held stages its batch as a file in the
+// partition's wbuf directory, and the lease holder appends the staged
+// batches it finds with its own, under one fsync and one commit.
 //
 // A staged file is written whole, fsynced and closed before its writer
 // waits, so a leader that opens it after (close-to-open) reads all of it; a

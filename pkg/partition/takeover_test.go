@@ -1,20 +1,19 @@
 package partition
 
-// Regression tests for takeovers that fail half-way (audit of ba945fc,
-// findings 1 and 6).
+// Tests for takeovers that fail half-way.
 //
-// Finding 1: a takeover whose roll fails (segment.Create returns an error)
-// released the lease with the state it acquired: the zombie's active segment
-// still Active, the lease "released cleanly". The next writer then continued
-// the zombie's file instead of sealing it, and the zombie's late pwrite
-// landed inside committed bytes (I5), altering an acknowledged batch (I2)
-// and what readers had seen (I3). Now a takeover seals the old active
-// segment in the state it may release.
+// A takeover whose roll fails (segment.Create returns an error) must not
+// release the lease with the state it acquired (the zombie's active segment
+// still Active, the lease "released cleanly"): the next writer would then
+// continue the zombie's file instead of sealing it, and the zombie's late
+// pwrite would land inside committed bytes (I5), altering an acknowledged
+// batch (I2) and what readers had seen (I3). A takeover seals the old
+// active segment in the state it may release.
 //
-// Finding 6: a takeover's first batch failed its fsync and the release
-// committed the rolled state, naming a file whose header was never durable;
-// every later writer refused it and the partition never took another write.
-// Now a release never names a file no commit named.
+// A takeover whose first batch fails its fsync must not commit the rolled
+// state on release: that would name a file whose header was never durable,
+// every later writer would refuse it and the partition would never take
+// another write. A release never names a file no commit named.
 
 import (
 	"bytes"

@@ -11,7 +11,7 @@ import (
 )
 
 // DefaultIdempotencyWindow is how long a committed batch key is remembered
-// at least (API.md: at least 10 minutes).
+// at least (docs/api.md: at least 10 minutes).
 const DefaultIdempotencyWindow = 10 * time.Minute
 
 // window is a Log's view of the idempotency window: the keys committed in

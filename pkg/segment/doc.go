@@ -7,7 +7,7 @@
 // # Files
 //
 // A segment is named by its base offset and the epoch of the writer that
-// created it (DESIGN.md section 4: fence by name):
+// created it (docs/design.md "Invariants", I5: fence by name):
 //
 //	00000000000000000000-0000000000000001.log        records
 //	00000000000000000000-0000000000000001.index      offset    -> byte position
@@ -83,17 +83,18 @@
 //
 // # Timestamps and the time index
 //
-// On an append-time segment timestamps never decrease (DESIGN.md I6) and
-// every check says so: Append refuses one that goes back, and Verify,
-// Summarize and Recover count one as damage. On a create-time segment
-// (FlagCreateTime) they may go back and none of these checks applies.
-// Either way a time index entry holds the largest timestamp of the records
-// up to and including its record (as Kafka's), so entries never decrease
-// and every record up to the last entry older than T is older than T: the
-// search for the first record at or after T starts there. State.LastTS,
-// Summary.LastTS and the catalog's LastTS are the largest timestamp of a
-// segment (what retention and offset-for-time skip by), Summary.FirstTS the
-// smallest; on an append-time segment they are the last and the first.
+// On an append-time segment timestamps never decrease (docs/design.md
+// "Invariants", I6) and every check says so: Append refuses one that goes
+// back, and Verify, Summarize and Recover count one as damage. On a
+// create-time segment (FlagCreateTime) they may go back and none of these
+// checks applies. Either way a time index entry holds the largest timestamp
+// of the records up to and including its record (as Kafka's), so entries
+// never decrease and every record up to the last entry older than T is
+// older than T: the search for the first record at or after T starts there.
+// State.LastTS, Summary.LastTS and the catalog's LastTS are the largest
+// timestamp of a segment (what retention and offset-for-time skip by),
+// Summary.FirstTS the smallest; on an append-time segment they are the last
+// and the first.
 //
 // # Durability
 //
@@ -116,7 +117,8 @@
 // completes the indexes, and truncates the three files to it: bytes past it
 // belong to an aborted attempt. When the committed bytes are not whole it
 // changes nothing and fails, and the caller seals the segment at its
-// committed length and writes on in a new one (DESIGN.md 4b):
+// committed length and writes on in a new one (docs/design.md "Segment: `.log`
+// (`pkg/segment`)"):
 //
 //   - a file shorter than the committed length (a lost writeback, an fsync
 //     that lied) is ErrTruncated, not ErrCorrupt, with a *DamageError

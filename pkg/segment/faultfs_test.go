@@ -310,10 +310,10 @@ func TestFaultCreate(t *testing.T) {
 	}
 }
 
-// TestFaultCreateDurable (audit finding 6): Create makes the new .log's
-// header and the directory entries durable before it returns, because a
-// commit may name the segment right after. A failed fsync of either fails
-// Create and removes nothing.
+// TestFaultCreateDurable: Create makes the new .log's header and the
+// directory entries durable before it returns, because a commit may name
+// the segment right after. A failed fsync of either fails Create and
+// removes nothing.
 func TestFaultCreateDurable(t *testing.T) {
 	neighbour := ID{Base: testID.Base - 100, Epoch: testID.Epoch}
 	for _, tc := range []struct {

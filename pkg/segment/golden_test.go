@@ -9,11 +9,11 @@ import (
 )
 
 // The golden segments pin the bytes of each format version. testdata/golden
-// holds a version 1 segment written by the version 1 writer (ba945fc): it
-// is never regenerated, only read. testdata/golden-v2 pins what the writer
-// produces now (a create-time segment with headers and timestamps that go
-// back); regenerate it after a deliberate format change (there should be
-// none: wire constants never change) with
+// holds a version 1 segment written by the version 1 writer: it is never
+// regenerated, only read. testdata/golden-v2 pins what the writer produces
+// now (a create-time segment with headers and timestamps that go back);
+// regenerate it after a deliberate format change (there should be none:
+// wire constants never change) with
 //
 //	TIERLOG_UPDATE_GOLDEN=1 go test ./pkg/segment -run TestGolden
 const (

@@ -361,7 +361,7 @@ func TestDamagedRecordsEndToEnd(t *testing.T) {
 
 // TestErrorAnswerAfterWholeBody: a client that sends its whole body
 // before reading (as most HTTP libraries do) reads the error answer in
-// API.md's shape, never a reset: an oversized body (announced by its
+// docs/api.md's shape, never a reset: an oversized body (announced by its
 // length or chunked) and a request refused before its body is read (a bad
 // topic name or partition, an unknown route, a method the route does not
 // have) alike. A body past what the server drains is cut, and the server

@@ -102,10 +102,11 @@ type Config struct {
 	// Only connections served by net/http have read deadlines: behind
 	// API Gateway the body arrives whole and this does nothing.
 	BodyReadTimeout time.Duration
-	// DisableStreaming answers a fetch with Accept: text/event-stream as
-	// a plain fetch instead of a stream (API.md "Streaming fetch"). The
-	// Lambda functions set it: API Gateway buffers every answer whole.
-	// Everything net/http serves (`tierlog serve`) streams.
+	// DisableStreaming answers a fetch with Accept: text/event-stream as a
+	// plain fetch instead of a stream (docs/api.md "Streaming fetch
+	// (Server-Sent Events)"). The Lambda functions set it: API Gateway
+	// buffers every answer whole. Everything net/http serves (`tierlog
+	// serve`) streams.
 	DisableStreaming bool
 	// HotFSLatency, for benchmarks and tests, charges every hot-tier
 	// file-system call the latency of its network round trip under the

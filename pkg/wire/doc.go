@@ -66,7 +66,7 @@
 // | value len  |                                                               |
 // | offset,    | int64; a failed produce entry has -1 in both                  |
 // | timestamp  |                                                               |
-// | code, msg  | the API.md error of a failed produce entry: code 1..255 bytes,|
+// | code, msg  | docs/api.md error of a failed produce entry: code 1..255 bytes,|
 // |            | message 0..65535 bytes (encoders cut it to MaxMessageBytes)   |
 //
 // # Version 2

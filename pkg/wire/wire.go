@@ -72,22 +72,22 @@ const (
 	flagHeaderValueNull = flagValueNull
 )
 
-// Limits: the same as the JSON API's (API.md), so a batch that fits one
+// Limits: the same as the JSON API's (docs/api.md), so a batch that fits one
 // format fits the other.
 const (
-	// MaxRecords bounds the records of one body (API.md: 10,000).
+	// MaxRecords bounds the records of one body (docs/api.md: 10,000).
 	MaxRecords = 10000
-	// MaxRecordBytes bounds key plus value of one record (API.md: 1 MiB).
+	// MaxRecordBytes bounds key plus value of one record (docs/api.md: 1 MiB).
 	MaxRecordBytes = 1 << 20
-	// MaxBodyBytes bounds a request body (API.md: 5 MiB). Decoders leave
+	// MaxBodyBytes bounds a request body (docs/api.md: 5 MiB). Decoders leave
 	// it to the transport; encoders of requests refuse to pass it.
 	MaxBodyBytes = 5 << 20
 	// MaxMessageBytes is where encoders cut the message of a failed
 	// produce entry (on a UTF-8 boundary).
 	MaxMessageBytes = 1024
-	// MaxHeaders bounds the headers of one record (API.md: 64).
+	// MaxHeaders bounds the headers of one record (docs/api.md: 64).
 	MaxHeaders = 64
-	// MaxHeaderKeyBytes bounds a header key (API.md: 1 to 256 bytes of
+	// MaxHeaderKeyBytes bounds a header key (docs/api.md: 1 to 256 bytes of
 	// UTF-8).
 	MaxHeaderKeyBytes = 256
 )
@@ -154,7 +154,7 @@ type Header struct {
 }
 
 // Result is one entry of a produce answer. A failed entry has a non-empty
-// ErrCode (an API.md error code) and ErrMessage, and Offset and Timestamp
+// ErrCode (an docs/api.md error code) and ErrMessage, and Offset and Timestamp
 // -1.
 type Result struct {
 	Partition  int32
@@ -180,7 +180,7 @@ type FetchedRecord struct {
 }
 
 // Bounds are the partition bounds a fetch answer carries before its
-// records (API.md: next_offset, high_watermark, log_start_offset).
+// records (docs/api.md: next_offset, high_watermark, log_start_offset).
 type Bounds struct {
 	NextOffset     int64
 	HighWatermark  int64

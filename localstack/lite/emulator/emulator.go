@@ -28,7 +28,7 @@
 //     to close HTTP response body ... response did not match expected
 //     checksum, 0, N", and config.LoadDefaultConfig logs to stderr: `tierlog
 //     serve --backend aws` against bare minidyn prints a line per request
-//     (hence DESIGN.md section 8's DisableValidateResponseChecksum). The
+//     (see localstack/README.md, "B. Without Docker: `localstack/lite`"). The
 //     emulator buffers each response and sets the header, so unmodified
 //     production clients run quietly.
 //   - Locking (minidyn). Its CreateTable, UpdateTable, DeleteTable and
@@ -53,11 +53,11 @@
 //
 // # Emulator limits
 //
-// gofakes3: path-style addressing only (SDK clients need UsePathStyle);
-// the S3 client should use checksums "when required" for ranged GETs
-// (DESIGN.md section 8); CompleteMultipartUpload ignores If-None-Match
-// (see package objstore/s3). minidyn: no streams, no TTL, no PITR; what it
-// supports is listed in its docs/operations.md.
+// gofakes3: path-style addressing only (SDK clients need UsePathStyle); the
+// S3 client should use checksums "when required" for ranged GETs
+// (localstack/README.md, "B. Without Docker"); CompleteMultipartUpload
+// ignores If-None-Match (see package objstore/s3). minidyn: no streams, no
+// TTL, no PITR; what it supports is listed in its docs/operations.md.
 //
 // An Emulator is safe for concurrent use. Close it to release the data
 // directory.

@@ -63,8 +63,9 @@ func measure(s *Store, fn func()) Stats {
 	return delta(before, s.Counters().Snapshot())
 }
 
-// The produce path's metadata budget (DESIGN.md section 4): Acquire plus
-// Commit is exactly two write requests, both UpdateItem, and no reads.
+// The produce path's metadata budget (docs/design.md "The write path"):
+// Acquire plus Commit is exactly two write requests, both UpdateItem, and
+// no reads.
 func TestProduceBudget(t *testing.T) {
 	eachEmulator(t, func(t *testing.T, _ emulator, s *Store) {
 		ctx := t.Context()

@@ -60,8 +60,8 @@
 // # Writes
 //
 // Single-item conditional writes only, no transactions (dynalite has none,
-// minidyn's roll back whole tables, and DESIGN.md section 4 does not need
-// them):
+// minidyn's roll back whole tables, and the write path of docs/design.md
+// does not need them):
 //
 //	CreateTopic      PutItem    IF attribute_not_exists(pk)                 -> ErrTopicExists
 //	DeleteTopic      DeleteItem IF attribute_exists(pk) AND id = :id          -> ErrNotFound
@@ -98,17 +98,16 @@
 //
 // The commit version makes a Commit apply once: a copy of it that the
 // network delivers late, after the holder committed again, names a version
-// the item has left (audit finding 2; TestDelayedCommitReplayIsRefused).
-// A refused Acquire is ErrNotFound when the item is deleted, ErrLeaseHeld
-// otherwise. A refused AdvanceX or MarkSegmentCold is success when the item
-// exists (the value was not greater; it was marked already) and ErrNotFound
-// when it does not. The writes ask for the old
-// item on a failed condition (ReturnValuesOnConditionCheckFailure ALL_OLD);
-// when the failure carries no item (dynalite ignores the parameter, and a
-// missing item has none) a consistent GetItem tells the cases apart, and a
-// race with the item's creation re-runs the write. PutSegment resolves its
-// refused put the same way. Reads are strongly consistent (ConsistentRead)
-// throughout.
+// the item has left (TestDelayedCommitReplayIsRefused). A refused Acquire
+// is ErrNotFound when the item is deleted, ErrLeaseHeld otherwise. A
+// refused AdvanceX or MarkSegmentCold is success when the item exists (the
+// value was not greater; it was marked already) and ErrNotFound when it
+// does not. The writes ask for the old item on a failed condition
+// (ReturnValuesOnConditionCheckFailure ALL_OLD); when the failure carries
+// no item (dynalite ignores the parameter, and a missing item has none) a
+// consistent GetItem tells the cases apart, and a race with the item's
+// creation re-runs the write. PutSegment resolves its refused put the same
+// way. Reads are strongly consistent (ConsistentRead) throughout.
 //
 // # Errors, retries, timeouts
 //

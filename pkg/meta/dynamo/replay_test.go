@@ -1,10 +1,10 @@
 package dynamo
 
-// Regression tests for audit finding 2 (a late copy of a commit, applied
-// after the holder committed again, rolled the partition back) and its
-// control (a commit that lands and loses its answer), against both
-// emulators through a proxy that models the network. They drive the Store
-// as a lease holder does, carrying the commit version forward.
+// Tests that a late copy of a commit, applied after the holder committed
+// again, never rolls the partition back, and their control (a commit that
+// lands and loses its answer), against both emulators through a proxy that
+// models the network. They drive the Store as a lease holder does, carrying
+// the commit version forward.
 
 import (
 	"bytes"
@@ -172,7 +172,7 @@ func commitHeld(t *testing.T, s *Store, p meta.Partition) meta.Partition {
 // holds while the retry lands, then b3. DynamoDB applying b2's first
 // attempt late must be refused: before commit versions it passed the same
 // "epoch and owner are mine" condition and rolled next_offset back from
-// 15 to 10, and the next owner reused offsets 10-14 (audit finding 2).
+// 15 to 10, and the next owner reused offsets 10-14.
 func TestDelayedCommitReplayIsRefused(t *testing.T) {
 	eachProxiedEmulator(t, func(t *testing.T, px *commitProxy, s *Store) {
 		ctx := t.Context()

@@ -958,8 +958,7 @@ func testAcquireBumpsVersion(t *testing.T, s meta.Store) {
 
 // A holder keeping its lease commits twice; a late copy of the first
 // commit (its old version, same epoch and owner) is refused and changes
-// nothing. Without versions it would roll next_offset back (audit finding
-// 2).
+// nothing. Without versions it would roll next_offset back.
 func testCommitStaleVersion(t *testing.T, s meta.Store) {
 	ctx := ctxFor(t)
 	a := acquire(t, s, key(0), "A", t0)

@@ -43,7 +43,7 @@ type ClientOptions struct {
 	// checksum validation (the SDK's default is "when supported": CRC32 on
 	// every upload, validation of whole-object GETs). Off, both are "when
 	// required", which emulators need: gofakes3 fails ranged GETs
-	// otherwise (DESIGN.md section 8).
+	// otherwise (localstack/README.md).
 	Checksums bool
 }
 
