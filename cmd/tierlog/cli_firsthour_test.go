@@ -14,7 +14,7 @@ import (
 )
 
 // TestCLITopicExtensions: topics create sets cache_enabled and
-// read_ahead_segments (docs/api-extensions.md), and list and describe
+// read_ahead_segments (docs/api.md), and list and describe
 // show them in both formats.
 func TestCLITopicExtensions(t *testing.T) {
 	skipShort(t, "tierlog serve and the tierlog binary")

@@ -42,7 +42,7 @@ func TestTopics(t *testing.T) {
 	s := newServer(t)
 
 	// Defaults filled in; exactly the documented fields and the extensions
-	// of docs/api-extensions.md.
+	// of docs/api.md.
 	r := s.ok("POST", "/v1/topics", `{"name":"orders"}`, http.StatusCreated, nil)
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(r.body, &fields); err != nil {

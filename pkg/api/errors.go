@@ -30,8 +30,8 @@ const (
 	codeOffsetOutOfRange   = "offset_out_of_range"
 	codeUnavailable        = "unavailable"
 	codeInternal           = "internal"
-	codeCorruptRecord      = "corrupt_record"  // docs/api-extensions.md
-	codeRequestTimeout     = "request_timeout" // docs/api-extensions.md
+	codeCorruptRecord      = "corrupt_record"  // docs/api.md
+	codeRequestTimeout     = "request_timeout" // docs/api.md
 	codeOffsetMismatch     = "offset_mismatch"
 	codeKeyInUse           = "idempotency_key_in_use"
 	codeKeyReused          = "idempotency_key_reused"
@@ -74,7 +74,7 @@ type errorBody struct {
 // set only for offset_out_of_range (docs/api.md: "body also has both"),
 // HighWatermark alone for offset_mismatch (the high watermark the
 // condition failed on), and NextOffset only for corrupt_record (the first
-// readable offset after the damage, docs/api-extensions.md).
+// readable offset after the damage, docs/api.md).
 type errorResponse struct {
 	Error          errorBody `json:"error"`
 	LogStartOffset *int64    `json:"log_start_offset,omitempty"`

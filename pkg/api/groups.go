@@ -238,7 +238,7 @@ type memberJSON struct {
 	Assignments      []assignmentJSON `json:"assignments"`
 }
 
-// GET /v1/groups/{group} (docs/api-extensions.md): live members, the
+// GET /v1/groups/{group} (docs/api.md): live members, the
 // generation, and the topics the group has offsets for.
 func (s *server) describeGroup(w http.ResponseWriter, r *http.Request) {
 	group, err := groupPath(r)

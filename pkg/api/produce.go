@@ -22,7 +22,7 @@ type produceResponse struct {
 	FailedRecordCount int             `json:"failed_record_count"`
 }
 
-// Headers of idempotent produce (docs/api.md, docs/api-extensions.md).
+// Headers of idempotent produce (docs/api.md).
 const (
 	headerIdempotencyKey = "Idempotency-Key"
 	headerReplayed       = "Idempotent-Replayed"

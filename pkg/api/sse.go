@@ -20,7 +20,7 @@ import (
 )
 
 // Streaming fetch (docs/api.md "Streaming fetch (Server-Sent Events)",
-// docs/api-extensions.md "Streaming fetch (SSE)"): the fetch route with
+// docs/api.md "Streaming fetch (Server-Sent Events)"): the fetch route with
 // Accept: text/event-stream answers Server-Sent Events where the handler
 // was built WithStreaming, and a plain fetch elsewhere (the Lambda
 // functions, behind API Gateway).

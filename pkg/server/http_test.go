@@ -278,7 +278,7 @@ func longTopic(t *testing.T, base, name string) {
 }
 
 // TestDamagedRecordsEndToEnd: a record damaged on disk (one flipped byte
-// of its value) is answered per docs/api-extensions.md: a fetch before it
+// of its value) is answered per docs/api.md: a fetch before it
 // gets the good records up to it, a fetch at it 500 corrupt_record with
 // next_offset (and no server path), a fetch from next_offset works.
 func TestDamagedRecordsEndToEnd(t *testing.T) {
