@@ -544,9 +544,10 @@ func parkedZombieAfterOthersWrote(sc *Script) {
 
 // waitersFromCheckpoint: two batches wait their turn while h holds the
 // lease; each has read the item once, and then watches the checkpoint.
-// h's commit, then its chained round with their batches, show there; they
-// must be answered from it with the offsets the commit gave them (I7),
-// without waiting for their next read of the item.
+// h's round (which listed the write buffer before they staged) commits and
+// releases; its slot says the lease is free, so the writer of the oldest
+// staged batch leads a round for both at once, without reading the item,
+// and each is answered with the offsets that commit gave it (I7).
 func waitersFromCheckpoint(sc *Script) {
 	sc.Checkpoint()
 	h := sc.Writer("h", false)
@@ -559,10 +560,9 @@ func waitersFromCheckpoint(sc *Script) {
 	sc.AppendKeyedUntil(w2, 3, 0, opSleep, "")
 	sc.Next(w1, opSleep, "") // its first poll: the item
 	sc.Next(w2, opSleep, "")
-	sc.Continue(h) // its batch, then a round for theirs
+	sc.Continue(h) // its batch; it releases
 	before, t0 := sc.Acked(), sc.Now()
-	sc.Next(w1, opSleep, "")
-	sc.Continue(w1)
+	sc.Continue(w1) // sees the free lease in the slot and leads for both
 	sc.Continue(w2)
 	if d := sc.Now() - t0; d >= 200*time.Millisecond {
 		sc.Failf("the waiters were answered %v after the commit: from an item read, not the checkpoint", d)

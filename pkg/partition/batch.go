@@ -206,7 +206,11 @@ func (l *Log) waitTurn(ctx context.Context, batch []*pending) {
 		if l.cfg.Checkpoint && !lookItem && now.Sub(itemAt) < waitItemEvery {
 			// Between item reads, the checkpoint: a commit shows there
 			// as a newer version (waitCheckpoint).
-			left, _, lookItem = l.waitCheckpoint(left, &version, &stamp, finish)
+			var lead bool
+			left, lead, lookItem = l.waitCheckpoint(left, &version, &stamp, finish)
+			if lead && l.leadWaiting(ctx, left, finish) {
+				return
+			}
 			interval = ckptPoll
 			left = l.waitedOut(left, now, finish)
 			continue
@@ -250,28 +254,36 @@ func (l *Log) waitTurn(ctx context.Context, batch []*pending) {
 			// The writer of the oldest staged batch leads first; the
 			// others give it a few polls, so a free lease is not raced
 			// for by every waiter (a failed acquire costs a write).
-			if len(left) > 0 && free && (freePolls > 2 || l.oldestStaged(left)) {
-				l.waiting = true
-				apps, err := l.write(ctx, left)
-				l.waiting = false
-				if !errors.Is(err, errBusy) {
-					for i, p := range left {
-						switch {
-						case p.res != nil:
-							finish(p, *p.res)
-						case err != nil:
-							finish(p, result{err: err})
-						default:
-							finish(p, result{app: apps[i]})
-						}
-					}
-					l.chainRounds(ctx)
-					return
-				}
+			if len(left) > 0 && free && (freePolls > 2 || l.oldestStaged(left)) && l.leadWaiting(ctx, left, finish) {
+				return
 			}
 		}
 		left = l.waitedOut(left, now, finish)
 	}
+}
+
+// leadWaiting has waiting batches lead a round themselves (ours first,
+// then whatever else is staged), and answers them; false if the lease was
+// taken meanwhile (they go on waiting).
+func (l *Log) leadWaiting(ctx context.Context, left []*pending, finish func(*pending, result)) bool {
+	l.waiting = true
+	apps, err := l.write(ctx, left)
+	l.waiting = false
+	if errors.Is(err, errBusy) {
+		return false
+	}
+	for i, p := range left {
+		switch {
+		case p.res != nil:
+			finish(p, *p.res)
+		case err != nil:
+			finish(p, result{err: err})
+		default:
+			finish(p, result{app: apps[i]})
+		}
+	}
+	l.chainRounds(ctx)
+	return true
 }
 
 // waitItemEvery is how often a waiting batch reads the partition item when
@@ -291,11 +303,14 @@ const ckptPoll = 10 * time.Millisecond
 // It reads the file only when its attributes changed since the last look
 // (an open revalidates them on NFS; a change missed because two writes
 // share a modification time is seen at the next, or at the next read of
-// the item). It returns the batches left, whether the checkpoint moved,
-// and whether the item is to be read next: a commit that left some of them
-// undecided may have freed the lease (their turn to lead), and a
-// checkpoint that cannot be read says nothing.
-func (l *Log) waitCheckpoint(left []*pending, version *uint64, last *ckptStamp, finish func(*pending, result)) (_ []*pending, moved, lookItem bool) {
+// the item). For the batches the commit left undecided it says whether to
+// lead now (the commit freed the lease and ours is the oldest staged
+// batch), and whether the item is to be read next: a commit whose slot
+// does not say whether it freed the lease (one written by an older
+// version) may have, and a checkpoint that cannot be read says nothing.
+// A freed lease that another waiter's batch is older than is theirs to
+// take: the next commit shows.
+func (l *Log) waitCheckpoint(left []*pending, version *uint64, last *ckptStamp, finish func(*pending, result)) (_ []*pending, lead, lookItem bool) {
 	st, ok := l.checkpointStamp()
 	if !ok {
 		return left, false, true
@@ -325,7 +340,15 @@ func (l *Log) waitCheckpoint(left []*pending, version *uint64, last *ckptStamp, 
 			rest = append(rest, p)
 		}
 	}
-	return rest, true, len(rest) > 0
+	switch {
+	case len(rest) == 0:
+		return rest, false, false
+	case v.free == freeUnknown:
+		return rest, false, true
+	case v.free == freeYes:
+		return rest, l.oldestStaged(rest), false
+	}
+	return rest, false, false
 }
 
 // waitedOut answers ErrWaitedOut for the batches whose deadline has passed

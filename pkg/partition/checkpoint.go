@@ -47,13 +47,15 @@ import (
 //
 // Slot:
 //
-//	0  magic "TLC1"
+//	0  magic "TLC2" ("TLC1": the same without the flags, still read)
 //	4  u32 length of what follows the CRC
 //	8  u32 CRC-32C of what follows
 //	12 u64 version
 //	20 i64 next offset, i64 log start, i64 cold end, u32 segment count,
 //	   then per segment: i64 base, u64 epoch, i64 size, i64 next offset,
-//	   i64 first ts, i64 last ts, i64 created ms
+//	   i64 first ts, i64 last ts, i64 created ms;
+//	   then u32 flags: 1, the commit left the lease free (released or
+//	   parked: waiting writers may acquire it without reading the item)
 const (
 	ckptName     = "checkpoint"
 	ckptSlots    = 8
@@ -77,11 +79,20 @@ const (
 // while it has such readers.
 const CheckpointStaleness = time.Second
 
-var ckptMagic = [4]byte{'T', 'L', 'C', '1'}
+// A slot starts with ckptMagic; one starting with ckptMagicV1 (written by
+// an older version) is the same without the trailing flags.
+var (
+	ckptMagic   = [4]byte{'T', 'L', 'C', '2'}
+	ckptMagicV1 = [4]byte{'T', 'L', 'C', '1'}
+)
+
+// ckptFree is the flag of a slot whose commit left the lease free:
+// released, or parked (any writer may acquire it).
+const ckptFree = 1
 
 func encodeCheckpoint(p *meta.Partition) ([]byte, bool) {
 	segs := append(append([]meta.SegmentInfo(nil), p.Sealed...), activeOf(p)...)
-	n := ckptFixed + len(segs)*ckptSegSize
+	n := ckptFixed + len(segs)*ckptSegSize + 4
 	if n > ckptSlotSize {
 		return nil, false
 	}
@@ -99,6 +110,11 @@ func encodeCheckpoint(p *meta.Partition) ([]byte, bool) {
 			b = binary.LittleEndian.AppendUint64(b, v)
 		}
 	}
+	var flags uint32
+	if p.Owner == "" || p.LeaseUntil == parkedUntil.UnixMilli() {
+		flags |= ckptFree
+	}
+	b = binary.LittleEndian.AppendUint32(b, flags)
 	binary.LittleEndian.PutUint32(b[8:], crc32.Checksum(b[12:], castagnoli))
 	return b, true
 }
@@ -113,9 +129,10 @@ func activeOf(p *meta.Partition) []meta.SegmentInfo {
 // decodeCheckpoint decodes one slot; ok is false for an empty, torn or
 // damaged one.
 func decodeCheckpoint(b []byte) (version uint64, v *view, ok bool) {
-	if len(b) < ckptFixed || [4]byte(b[:4]) != ckptMagic {
+	if len(b) < ckptFixed || [4]byte(b[:4]) != ckptMagic && [4]byte(b[:4]) != ckptMagicV1 {
 		return 0, nil, false
 	}
+	v2 := [4]byte(b[:4]) == ckptMagic
 	n := int(binary.LittleEndian.Uint32(b[4:]))
 	if 12+n > len(b) || n < ckptFixed-12 || binary.LittleEndian.Uint32(b[8:]) != crc32.Checksum(b[12:12+n], castagnoli) {
 		return 0, nil, false
@@ -130,6 +147,16 @@ func decodeCheckpoint(b []byte) (version uint64, v *view, ok bool) {
 	}
 	count := int(binary.LittleEndian.Uint32(b[44:]))
 	p := b[ckptFixed:]
+	if v2 {
+		if len(p) != count*ckptSegSize+4 {
+			return 0, nil, false
+		}
+		v.free = freeNo
+		if binary.LittleEndian.Uint32(p[len(p)-4:])&ckptFree != 0 {
+			v.free = freeYes
+		}
+		p = p[:len(p)-4]
+	}
 	if len(p) != count*ckptSegSize {
 		return 0, nil, false
 	}

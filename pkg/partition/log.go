@@ -285,7 +285,17 @@ type view struct {
 	coldEnd  int64
 	segs     []meta.SegmentInfo // sealed then active, by base offset
 	version  uint64             // the item version of the commit it is of
+	free     leaseFree          // whether the commit left the lease free (checkpoint slots say)
 }
+
+// leaseFree is what a checkpoint slot says of the lease after its commit.
+type leaseFree uint8
+
+const (
+	freeUnknown leaseFree = iota // a view of the item, or a slot that does not say
+	freeNo                       // held on (HoldLease, or a chained round)
+	freeYes                      // released, or parked: any writer may acquire it
+)
 
 func viewOf(p *meta.Partition) *view {
 	v := &view{hw: p.NextOffset, logStart: p.LogStartOffset, coldEnd: p.ColdEnd, version: p.Version}
