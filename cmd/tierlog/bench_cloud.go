@@ -63,7 +63,7 @@ type cloudOpts struct {
 
 func newBenchCloudCmd() *cobra.Command {
 	o := cloudOpts{}
-	var profile, cells string
+	var cells string
 	c := &cobra.Command{
 		Use:   "cloud",
 		Short: "The write path as Lambda on EFS would see it: hot-tier latency, API Gateway overhead, DynamoDB delay, and what it costs",
@@ -92,11 +92,7 @@ its tierlog_hot_fs_ops_total.
 Needs dynalite: run 'make test-deps' first.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p, err := segment.ParseLatencyProfile(profile)
-			if err != nil {
-				return usagef("--profile: %v", err)
-			}
-			o.profile = p
+			var err error
 			if o.cells, err = parseCells(cells); err != nil {
 				return usagef("--cells: %v", err)
 			}
@@ -116,7 +112,8 @@ Needs dynalite: run 'make test-deps' first.`,
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&profile, "profile", "efs-regional", "hot-tier latency profile: "+strings.Join(segment.LatencyProfileNames(), ", "))
+	o.profile, _ = segment.ParseLatencyProfile("efs-regional")
+	f.Var(latencyFlag{&o.profile}, "profile", "hot-tier latency profile: "+strings.Join(segment.LatencyProfileNames(), ", "))
 	f.DurationVar(&o.overhead, "overhead", 10*time.Millisecond, "waited by the client before each request: API Gateway plus a warm Lambda")
 	f.DurationVar(&o.delay, "delay", 5*time.Millisecond, "DynamoDB latency the proxy adds to every request")
 	f.StringVar(&cells, "cells", "1x1,2x1,8x1,16x1,8x8", "cells, WRITERSxPARTITIONS, comma-separated")

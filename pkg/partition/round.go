@@ -32,7 +32,7 @@ import (
 // the state last committed; a failed commit forgets the writer (fenced or
 // unknown: nothing was acknowledged).
 type round struct {
-	st     meta.Partition // the state to commit: a copy of l.lease until it is
+	st     meta.Partition // the state to commit: l.lease as the round changes it
 	now    time.Time
 	ts     int64 // the batch timestamp (append time)
 	own    []*pending
@@ -55,7 +55,7 @@ type round struct {
 func (l *Log) write(ctx context.Context, batch []*pending) ([]Appended, error) {
 	l.sealed = false
 	start := time.Now()
-	r, err := l.lease1(ctx)
+	r, err := l.takeLease(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -83,8 +83,8 @@ func (l *Log) write(ctx context.Context, batch []*pending) ([]Appended, error) {
 	return r.apps, nil
 }
 
-// lease1 is phase 1: the lease, and the window as of the committed state.
-func (l *Log) lease1(ctx context.Context) (*round, error) {
+// takeLease is phase 1: the lease, and the window as of the committed state.
+func (l *Log) takeLease(ctx context.Context) (*round, error) {
 	if err := l.ensureWriter(ctx); err != nil {
 		return nil, err
 	}

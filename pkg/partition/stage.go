@@ -270,19 +270,24 @@ func cutBytes(p []byte) (v, rest []byte, ok bool) {
 func (l *Log) writeStaged(s *staged) error {
 	d := filepath.Join(l.cfg.Dir, stageDir)
 	s.name = stageName(s.created, s.origin)
+	// The directory is made once per Log, and again if it is gone.
+	mkdir := func() error {
+		l.stageMade = true
+		return l.cfg.FS.MkdirAll(d, 0o755)
+	}
+	if !l.stageMade {
+		if err := mkdir(); err != nil {
+			return err
+		}
+	}
 	create := func() (segment.File, error) {
 		return l.cfg.FS.OpenFile(filepath.Join(d, s.name), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	}
-	// The directory is made once per Log, and again if it is gone.
-	f, err := segment.File(nil), fs.ErrNotExist
-	if l.stageMade {
-		f, err = create()
-	}
+	f, err := create()
 	if errors.Is(err, fs.ErrNotExist) {
-		if err := l.cfg.FS.MkdirAll(d, 0o755); err != nil {
+		if err := mkdir(); err != nil {
 			return err
 		}
-		l.stageMade = true
 		f, err = create()
 	}
 	if err != nil {
