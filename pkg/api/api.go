@@ -109,10 +109,6 @@ func New(b *broker.Broker, opts ...Option) http.Handler {
 }
 
 func (s *server) routes(extra []extraRoute) {
-	handlers := s.handlers()
-	if len(handlers) != len(routeTable) {
-		panic("api: the route table and the handlers differ")
-	}
 	type path struct {
 		pattern string
 		allow   []string
@@ -135,11 +131,8 @@ func (s *server) routes(extra []extraRoute) {
 		}
 	}
 	for _, rt := range routeTable {
-		h, ok := handlers[rt]
-		if !ok {
-			panic("api: no handler for " + rt.Method + " " + rt.Path)
-		}
-		register(rt.Method, rt.Path, h)
+		serve := rt.serve
+		register(rt.Method, rt.Path, func(w http.ResponseWriter, r *http.Request) { serve(s, w, r) })
 	}
 	for _, e := range extra {
 		register(e.method, e.path, e.h.ServeHTTP)

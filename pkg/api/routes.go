@@ -16,34 +16,43 @@ type Route struct {
 	Path   string
 }
 
-// routeTable is docs/api.md's routes, in the order New registers them; a
-// path's methods are listed in its Allow header in this order, each GET
-// followed by HEAD.
-var routeTable = []Route{
-	{http.MethodGet, "/v1/health"},
-	{http.MethodGet, "/v1/topics"},
-	{http.MethodPost, "/v1/topics"},
-	{http.MethodGet, "/v1/topics/{topic}"},
-	{http.MethodDelete, "/v1/topics/{topic}"},
-	{http.MethodPost, "/v1/topics/{topic}/records"},
-	{http.MethodGet, "/v1/topics/{topic}/partitions/{partition}/records"},
-	{http.MethodPost, "/v1/topics/{topic}/partitions/{partition}/records"},
-	{http.MethodGet, "/v1/topics/{topic}/partitions/{partition}/offsets"},
-	{http.MethodPatch, "/v1/topics/{topic}"},
-	{http.MethodGet, "/v1/groups/{group}/offsets"},
-	{http.MethodPut, "/v1/groups/{group}/offsets"},
-	{http.MethodGet, "/v1/groups"},
-	{http.MethodGet, "/v1/groups/{group}"},
-	{http.MethodDelete, "/v1/groups/{group}"},
-	{http.MethodPost, "/v1/groups/{group}/offsets/reset"},
-	{http.MethodPost, "/v1/groups/{group}/members"},
-	{http.MethodPost, "/v1/groups/{group}/members/{member}/heartbeat"},
-	{http.MethodDelete, "/v1/groups/{group}/members/{member}"},
+// routeTable is docs/api.md's routes with the handler of each, in the order
+// New registers them; a path's methods are listed in its Allow header in
+// this order, each GET followed by HEAD.
+var routeTable = []struct {
+	Route
+	serve func(*server, http.ResponseWriter, *http.Request)
+}{
+	{Route{http.MethodGet, "/v1/health"}, (*server).health},
+	{Route{http.MethodGet, "/v1/topics"}, (*server).listTopics},
+	{Route{http.MethodPost, "/v1/topics"}, (*server).createTopic},
+	{Route{http.MethodGet, "/v1/topics/{topic}"}, (*server).getTopic},
+	{Route{http.MethodDelete, "/v1/topics/{topic}"}, (*server).deleteTopic},
+	{Route{http.MethodPost, "/v1/topics/{topic}/records"}, (*server).produce},
+	{Route{http.MethodGet, "/v1/topics/{topic}/partitions/{partition}/records"}, (*server).fetch},
+	{Route{http.MethodPost, "/v1/topics/{topic}/partitions/{partition}/records"}, (*server).producePartition},
+	{Route{http.MethodGet, "/v1/topics/{topic}/partitions/{partition}/offsets"}, (*server).offsets},
+	{Route{http.MethodPatch, "/v1/topics/{topic}"}, (*server).patchTopic},
+	{Route{http.MethodGet, "/v1/groups/{group}/offsets"}, (*server).groupOffsets},
+	{Route{http.MethodPut, "/v1/groups/{group}/offsets"}, (*server).commitGroupOffsets},
+	{Route{http.MethodGet, "/v1/groups"}, (*server).listGroups},
+	{Route{http.MethodGet, "/v1/groups/{group}"}, (*server).describeGroup},
+	{Route{http.MethodDelete, "/v1/groups/{group}"}, (*server).deleteGroup},
+	{Route{http.MethodPost, "/v1/groups/{group}/offsets/reset"}, (*server).resetGroupOffsets},
+	{Route{http.MethodPost, "/v1/groups/{group}/members"}, (*server).joinGroup},
+	{Route{http.MethodPost, "/v1/groups/{group}/members/{member}/heartbeat"}, (*server).heartbeat},
+	{Route{http.MethodDelete, "/v1/groups/{group}/members/{member}"}, (*server).leaveGroup},
 }
 
 // Routes returns docs/api.md's routes (a copy). A GET route also answers HEAD;
 // HEAD is not listed separately.
-func Routes() []Route { return append([]Route(nil), routeTable...) }
+func Routes() []Route {
+	out := make([]Route, len(routeTable))
+	for i, rt := range routeTable {
+		out[i] = rt.Route
+	}
+	return out
+}
 
 // Allow returns the methods the route table serves on path (a pattern of
 // Routes), in Allow-header order: each GET followed by HEAD.
@@ -61,29 +70,6 @@ func Allow(path string) []string {
 }
 
 // handlers returns the handler of each route of routeTable.
-func (s *server) handlers() map[Route]http.HandlerFunc {
-	return map[Route]http.HandlerFunc{
-		{http.MethodGet, "/v1/health"}:                                         s.health,
-		{http.MethodGet, "/v1/topics"}:                                         s.listTopics,
-		{http.MethodPost, "/v1/topics"}:                                        s.createTopic,
-		{http.MethodGet, "/v1/topics/{topic}"}:                                 s.getTopic,
-		{http.MethodDelete, "/v1/topics/{topic}"}:                              s.deleteTopic,
-		{http.MethodPost, "/v1/topics/{topic}/records"}:                        s.produce,
-		{http.MethodGet, "/v1/topics/{topic}/partitions/{partition}/records"}:  s.fetch,
-		{http.MethodPost, "/v1/topics/{topic}/partitions/{partition}/records"}: s.producePartition,
-		{http.MethodGet, "/v1/topics/{topic}/partitions/{partition}/offsets"}:  s.offsets,
-		{http.MethodGet, "/v1/groups/{group}/offsets"}:                         s.groupOffsets,
-		{http.MethodPut, "/v1/groups/{group}/offsets"}:                         s.commitGroupOffsets,
-		{http.MethodPatch, "/v1/topics/{topic}"}:                               s.patchTopic,
-		{http.MethodGet, "/v1/groups"}:                                         s.listGroups,
-		{http.MethodGet, "/v1/groups/{group}"}:                                 s.describeGroup,
-		{http.MethodDelete, "/v1/groups/{group}"}:                              s.deleteGroup,
-		{http.MethodPost, "/v1/groups/{group}/offsets/reset"}:                  s.resetGroupOffsets,
-		{http.MethodPost, "/v1/groups/{group}/members"}:                        s.joinGroup,
-		{http.MethodPost, "/v1/groups/{group}/members/{member}/heartbeat"}:     s.heartbeat,
-		{http.MethodDelete, "/v1/groups/{group}/members/{member}"}:             s.leaveGroup,
-	}
-}
 
 // UnmatchedRoute is the route label of requests no route pattern matched
 // (404 not_found).
