@@ -132,7 +132,13 @@ func (s *server) routes(extra []extraRoute) {
 	}
 	for _, rt := range routeTable {
 		serve := rt.serve
-		register(rt.Method, rt.Path, func(w http.ResponseWriter, r *http.Request) { serve(s, w, r) })
+		register(rt.Method, rt.Path, func(w http.ResponseWriter, r *http.Request) {
+			// The one error exit of every handler: a handler that
+			// returns an error has written nothing.
+			if err := serve(s, w, r); err != nil {
+				s.writeError(w, r, err)
+			}
+		})
 	}
 	for _, e := range extra {
 		register(e.method, e.path, e.h.ServeHTTP)
@@ -361,8 +367,9 @@ func (s *server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v
 	_, _ = w.Write(buf.Bytes())
 }
 
-func (s *server) health(w http.ResponseWriter, r *http.Request) {
+func (s *server) health(w http.ResponseWriter, r *http.Request) error {
 	s.writeJSON(w, r, http.StatusOK, struct {
 		Status string `json:"status"`
 	}{"ok"})
+	return nil
 }

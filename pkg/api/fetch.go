@@ -19,16 +19,15 @@ const (
 
 // GET /v1/topics/{topic}/partitions/{partition}/records?offset=N
 // [&max_records=][&max_bytes=][&wait_ms=][&encoding=]
-func (s *server) fetch(w http.ResponseWriter, r *http.Request) {
+func (s *server) fetch(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Vary", "Accept")
 	req, enc, err := fetchParams(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	if s.streams(r) { // Accept: text/event-stream (sse.go)
 		s.fetchStream(w, r, req, enc)
-		return
+		return nil
 	}
 	// Answers are encoded through the broker, which keeps those asked for
 	// again (fan-out readers) and answers them with the same bytes.
@@ -48,14 +47,14 @@ func (s *server) fetch(w http.ResponseWriter, r *http.Request) {
 		if oor := (*broker.OffsetOutOfRangeError)(nil); errors.As(err, &oor) {
 			err = fmt.Errorf("topic %q partition %d: %w", req.Topic, req.Partition, err)
 		}
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	h := w.Header()
 	h.Set("Content-Type", ctype)
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)
+	return nil
 }
 
 // The names of fetch answer encodings for FetchAnswer: one per encoding
@@ -123,44 +122,39 @@ type timeOffsetResponse struct {
 }
 
 // GET /v1/topics/{topic}/partitions/{partition}/offsets[?timestamp=T]
-func (s *server) offsets(w http.ResponseWriter, r *http.Request) {
+func (s *server) offsets(w http.ResponseWriter, r *http.Request) error {
 	topic := r.PathValue("topic")
 	if err := checkTopic(topic); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	part, err := partitionParam(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	q, err := parseQuery(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	ts, byTime, err := q.int64Param("timestamp")
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	if !byTime {
 		o, err := s.b.Offsets(r.Context(), topic, part)
 		if err != nil {
-			s.writeError(w, r, err)
-			return
+			return err
 		}
 		s.writeJSON(w, r, http.StatusOK, offsetsResponse{LogStartOffset: o.LogStartOffset, HighWatermark: o.HighWatermark})
-		return
+		return nil
 	}
 	to, err := s.b.OffsetForTime(r.Context(), topic, part, ts)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	out := timeOffsetResponse{Offset: to.Offset}
 	if to.Found {
 		out.Timestamp = &to.Timestamp
 	}
 	s.writeJSON(w, r, http.StatusOK, out)
+	return nil
 }

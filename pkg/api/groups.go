@@ -35,38 +35,33 @@ type commitRequest struct {
 }
 
 // PUT /v1/groups/{group}/offsets
-func (s *server) commitGroupOffsets(w http.ResponseWriter, r *http.Request) {
+func (s *server) commitGroupOffsets(w http.ResponseWriter, r *http.Request) error {
 	group := r.PathValue("group")
 	if err := checkGroup(group); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	var req commitRequest
 	if err := readJSON(w, r, &req); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	offs, err := convertCommit(req)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	var fence *broker.MemberFence
 	switch {
 	case req.MemberID != nil && req.Generation != nil:
 		fence = &broker.MemberFence{MemberID: *req.MemberID, Generation: *req.Generation}
 	case req.MemberID != nil:
-		s.writeError(w, r, badRequest("generation is required with member_id"))
-		return
+		return badRequest("generation is required with member_id")
 	case req.Generation != nil:
-		s.writeError(w, r, badRequest("member_id is required with generation"))
-		return
+		return badRequest("member_id is required with generation")
 	}
 	if err := s.b.CommitGroupOffsetsAs(r.Context(), group, fence, offs); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 // convertCommit checks every entry before anything is stored: topic and
@@ -154,36 +149,31 @@ func offsetsAnswer(gos []broker.GroupOffset) any {
 }
 
 // GET /v1/groups/{group}/offsets?topic=T
-func (s *server) groupOffsets(w http.ResponseWriter, r *http.Request) {
+func (s *server) groupOffsets(w http.ResponseWriter, r *http.Request) error {
 	group := r.PathValue("group")
 	if err := checkGroup(group); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	q, err := parseQuery(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	topic, ok, err := q.get("topic")
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	if !ok {
-		s.writeError(w, r, badRequest("query parameter topic is required"))
-		return
+		return badRequest("query parameter topic is required")
 	}
 	if err := checkTopic(topic); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	gos, err := s.b.GroupOffsets(r.Context(), group, topic)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	s.writeJSON(w, r, http.StatusOK, offsetsAnswer(gos))
+	return nil
 }
 
 // groupPath checks the {group} path value.
@@ -198,11 +188,10 @@ type groupSummaryJSON struct {
 }
 
 // GET /v1/groups
-func (s *server) listGroups(w http.ResponseWriter, r *http.Request) {
+func (s *server) listGroups(w http.ResponseWriter, r *http.Request) error {
 	gs, err := s.b.Groups(r.Context())
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	out := struct {
 		Groups []groupSummaryJSON `json:"groups"`
@@ -211,6 +200,7 @@ func (s *server) listGroups(w http.ResponseWriter, r *http.Request) {
 		out.Groups[i] = groupSummaryJSON{Group: g.Group, Members: g.Members}
 	}
 	s.writeJSON(w, r, http.StatusOK, &out)
+	return nil
 }
 
 type assignmentJSON struct {
@@ -240,16 +230,14 @@ type memberJSON struct {
 
 // GET /v1/groups/{group} (docs/api.md): live members, the
 // generation, and the topics the group has offsets for.
-func (s *server) describeGroup(w http.ResponseWriter, r *http.Request) {
+func (s *server) describeGroup(w http.ResponseWriter, r *http.Request) error {
 	group, err := groupPath(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	d, err := s.b.DescribeGroup(r.Context(), group)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	out := struct {
 		Group        string       `json:"group"`
@@ -264,20 +252,20 @@ func (s *server) describeGroup(w http.ResponseWriter, r *http.Request) {
 		out.Members[i] = memberJSON{MemberID: m.ID, Topics: m.Topics, SessionTimeoutMs: m.SessionTimeoutMs, ExpiresMs: m.ExpiresMs, Assignments: toAssignments(m.Assignments)}
 	}
 	s.writeJSON(w, r, http.StatusOK, &out)
+	return nil
 }
 
 // DELETE /v1/groups/{group}
-func (s *server) deleteGroup(w http.ResponseWriter, r *http.Request) {
+func (s *server) deleteGroup(w http.ResponseWriter, r *http.Request) error {
 	group, err := groupPath(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	if err := s.b.DeleteGroup(r.Context(), group); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 // resetRequest is the body of POST /v1/groups/{group}/offsets/reset.
@@ -290,30 +278,25 @@ type resetRequest struct {
 }
 
 // POST /v1/groups/{group}/offsets/reset
-func (s *server) resetGroupOffsets(w http.ResponseWriter, r *http.Request) {
+func (s *server) resetGroupOffsets(w http.ResponseWriter, r *http.Request) error {
 	group, err := groupPath(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	var req resetRequest
 	if err := readJSON(w, r, &req); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	if req.Topic == nil {
-		s.writeError(w, r, badRequest("topic is required"))
-		return
+		return badRequest("topic is required")
 	}
 	if err := checkTopic(*req.Topic); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	rr := broker.ResetRequest{Topic: *req.Topic, Timestamp: req.Timestamp, Offset: req.Offset}
 	if req.To != nil {
 		if *req.To == "" {
-			s.writeError(w, r, badRequest(`to "" must be "earliest" or "latest"`))
-			return
+			return badRequest(`to "" must be "earliest" or "latest"`)
 		}
 		rr.To = *req.To
 	}
@@ -321,18 +304,17 @@ func (s *server) resetGroupOffsets(w http.ResponseWriter, r *http.Request) {
 		rr.Partitions = make([]int, len(req.Partitions))
 		for i, p := range req.Partitions {
 			if p < 0 {
-				s.writeError(w, r, badRequest("partitions[%d] %d is negative", i, p))
-				return
+				return badRequest("partitions[%d] %d is negative", i, p)
 			}
 			rr.Partitions[i] = int(p)
 		}
 	}
 	gos, err := s.b.ResetGroupOffsets(r.Context(), group, rr)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	s.writeJSON(w, r, http.StatusOK, offsetsAnswer(gos))
+	return nil
 }
 
 // joinRequest is the body of POST /v1/groups/{group}/members.
@@ -352,46 +334,40 @@ func toMembershipJSON(m broker.Membership) membershipJSON {
 }
 
 // POST /v1/groups/{group}/members
-func (s *server) joinGroup(w http.ResponseWriter, r *http.Request) {
+func (s *server) joinGroup(w http.ResponseWriter, r *http.Request) error {
 	group, err := groupPath(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	var req joinRequest
 	if err := readJSON(w, r, &req); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	if len(req.Topics) == 0 {
-		s.writeError(w, r, badRequest("topics is required: an array of 1 to %d topic names", broker.MaxGroupTopics))
-		return
+		return badRequest("topics is required: an array of 1 to %d topic names", broker.MaxGroupTopics)
 	}
 	if len(req.Topics) > broker.MaxGroupTopics {
-		s.writeError(w, r, badRequest("topics has %d names, at most %d", len(req.Topics), broker.MaxGroupTopics))
-		return
+		return badRequest("topics has %d names, at most %d", len(req.Topics), broker.MaxGroupTopics)
 	}
 	for i, t := range req.Topics {
 		if broker.ValidTopicName(t) != nil {
-			s.writeError(w, r, badRequest("topics[%d]: invalid topic name %s: must match ^[A-Za-z0-9._-]{1,249}$ and not be . or ..", i, quote(t)))
-			return
+			return badRequest("topics[%d]: invalid topic name %s: must match ^[A-Za-z0-9._-]{1,249}$ and not be . or ..", i, quote(t))
 		}
 	}
 	session := broker.DefaultSessionTimeout
 	if req.SessionTimeoutMs != nil {
 		ms := *req.SessionTimeoutMs
 		if ms < broker.MinSessionTimeout.Milliseconds() || ms > broker.MaxSessionTimeout.Milliseconds() {
-			s.writeError(w, r, badRequest("session_timeout_ms %d must be %d to %d", ms, broker.MinSessionTimeout.Milliseconds(), broker.MaxSessionTimeout.Milliseconds()))
-			return
+			return badRequest("session_timeout_ms %d must be %d to %d", ms, broker.MinSessionTimeout.Milliseconds(), broker.MaxSessionTimeout.Milliseconds())
 		}
 		session = time.Duration(ms) * time.Millisecond
 	}
 	m, err := s.b.JoinGroup(r.Context(), group, req.Topics, session)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	s.writeJSON(w, r, http.StatusCreated, toMembershipJSON(m))
+	return nil
 }
 
 // heartbeatRequest is the optional body of a heartbeat.
@@ -401,45 +377,41 @@ type heartbeatRequest struct {
 
 // POST /v1/groups/{group}/members/{member}/heartbeat: no body, {} or
 // {"generation":N}.
-func (s *server) heartbeat(w http.ResponseWriter, r *http.Request) {
+func (s *server) heartbeat(w http.ResponseWriter, r *http.Request) error {
 	group, err := groupPath(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	member := r.PathValue("member")
 	body, err := io.ReadAll(limitBody(w, r))
 	if err != nil {
-		s.writeError(w, r, bodyError(err))
-		return
+		return bodyError(err)
 	}
 	var req heartbeatRequest
 	if len(bytes.TrimSpace(body)) > 0 {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 		if err := readJSON(w, r, &req); err != nil {
-			s.writeError(w, r, err)
-			return
+			return err
 		}
 	}
 	m, err := s.b.Heartbeat(r.Context(), group, member, req.Generation)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	s.writeJSON(w, r, http.StatusOK, toMembershipJSON(m))
+	return nil
 }
 
 // DELETE /v1/groups/{group}/members/{member}
-func (s *server) leaveGroup(w http.ResponseWriter, r *http.Request) {
+func (s *server) leaveGroup(w http.ResponseWriter, r *http.Request) error {
 	group, err := groupPath(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	if err := s.b.LeaveGroup(r.Context(), group, r.PathValue("member")); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }

@@ -30,38 +30,32 @@ const (
 )
 
 // POST /v1/topics/{topic}/records
-func (s *server) produce(w http.ResponseWriter, r *http.Request) {
+func (s *server) produce(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Vary", "Accept") // the answer's format follows Accept
 	topic := r.PathValue("topic")
 	if err := checkTopic(topic); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	key, err := idempotencyKey(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	body, release, err := readProduceRequest(w, r, true)
 	defer release()
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	q, err := parseQuery(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	if _, ok := q[paramExpectedOffset]; ok || body.expected != nil {
-		s.writeError(w, r, badRequest("expected_offset is only allowed on the single-partition route "+
-			"(POST /v1/topics/{topic}/partitions/{partition}/records): a condition on one partition's high watermark"))
-		return
+		return badRequest("expected_offset is only allowed on the single-partition route " +
+			"(POST /v1/topics/{topic}/partitions/{partition}/records): a condition on one partition's high watermark")
 	}
 	rep, err := s.b.ProduceWith(r.Context(), topic, body.recs, broker.ProduceOptions{IdempotencyKey: key})
 	if err != nil {
-		s.writeError(w, r, keyed(err, key))
-		return
+		return keyed(err, key)
 	}
 	for i := range rep.Results {
 		if e := rep.Results[i].Err; e != nil {
@@ -72,37 +66,33 @@ func (s *server) produce(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(headerReplayed, "true")
 	}
 	s.writeProduce(w, r, body.recs, rep.Results)
+	return nil
 }
 
 // POST /v1/topics/{topic}/partitions/{partition}/records: all or nothing,
 // so any failure is the request's.
-func (s *server) producePartition(w http.ResponseWriter, r *http.Request) {
+func (s *server) producePartition(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Vary", "Accept")
 	topic := r.PathValue("topic")
 	if err := checkTopic(topic); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	part, err := partitionParam(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	key, err := idempotencyKey(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	body, release, err := readProduceRequest(w, r, false)
 	defer release()
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	expected, err := expectedOffset(r, body.expected)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	rep, err := s.b.ProducePartitionWith(r.Context(), topic, part, body.recs,
 		broker.ProduceOptions{IdempotencyKey: key, ExpectedOffset: expected})
@@ -115,13 +105,13 @@ func (s *server) producePartition(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err != nil {
-		s.writeError(w, r, keyed(err, key))
-		return
+		return keyed(err, key)
 	}
 	if rep.Replayed {
 		w.Header().Set(headerReplayed, "true")
 	}
 	s.writeProduce(w, r, body.recs, rep.Results)
+	return nil
 }
 
 // idempotencyKey is the request's Idempotency-Key header: "" when absent,

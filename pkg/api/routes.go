@@ -21,7 +21,7 @@ type Route struct {
 // this order, each GET followed by HEAD.
 var routeTable = []struct {
 	Route
-	serve func(*server, http.ResponseWriter, *http.Request)
+	serve func(*server, http.ResponseWriter, *http.Request) error
 }{
 	{Route{http.MethodGet, "/v1/health"}, (*server).health},
 	{Route{http.MethodGet, "/v1/topics"}, (*server).listTopics},

@@ -71,19 +71,16 @@ type createTopicRequest struct {
 }
 
 // POST /v1/topics
-func (s *server) createTopic(w http.ResponseWriter, r *http.Request) {
+func (s *server) createTopic(w http.ResponseWriter, r *http.Request) error {
 	var req createTopicRequest
 	if err := readJSON(w, r, &req); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	if req.Name == nil {
-		s.writeError(w, r, badRequest("name is required"))
-		return
+		return badRequest("name is required")
 	}
 	if err := checkTopic(*req.Name); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	spec := broker.TopicSpec{
 		Name:           *req.Name,
@@ -105,18 +102,17 @@ func (s *server) createTopic(w http.ResponseWriter, r *http.Request) {
 	}
 	t, err := s.b.CreateTopic(r.Context(), spec)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	s.writeJSON(w, r, http.StatusCreated, toTopicJSON(t))
+	return nil
 }
 
 // GET /v1/topics
-func (s *server) listTopics(w http.ResponseWriter, r *http.Request) {
+func (s *server) listTopics(w http.ResponseWriter, r *http.Request) error {
 	ts, err := s.b.Topics(r.Context())
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	out := struct {
 		Topics []topicJSON `json:"topics"`
@@ -128,35 +124,34 @@ func (s *server) listTopics(w http.ResponseWriter, r *http.Request) {
 	// keeps the contract here whatever the store does.
 	slices.SortFunc(out.Topics, func(a, b topicJSON) int { return strings.Compare(a.Name, b.Name) })
 	s.writeJSON(w, r, http.StatusOK, &out)
+	return nil
 }
 
 // GET /v1/topics/{topic}
-func (s *server) getTopic(w http.ResponseWriter, r *http.Request) {
+func (s *server) getTopic(w http.ResponseWriter, r *http.Request) error {
 	name := r.PathValue("topic")
 	if err := checkTopic(name); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	t, err := s.b.Topic(r.Context(), name)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	s.writeJSON(w, r, http.StatusOK, toTopicJSON(t))
+	return nil
 }
 
 // DELETE /v1/topics/{topic}
-func (s *server) deleteTopic(w http.ResponseWriter, r *http.Request) {
+func (s *server) deleteTopic(w http.ResponseWriter, r *http.Request) error {
 	name := r.PathValue("topic")
 	if err := checkTopic(name); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	if err := s.b.DeleteTopic(r.Context(), name); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 // patchTopicRequest is the body of PATCH /v1/topics/{topic}: the settings
@@ -177,24 +172,21 @@ type patchTopicRequest struct {
 }
 
 // PATCH /v1/topics/{topic}
-func (s *server) patchTopic(w http.ResponseWriter, r *http.Request) {
+func (s *server) patchTopic(w http.ResponseWriter, r *http.Request) error {
 	name := r.PathValue("topic")
 	if err := checkTopic(name); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	var req patchTopicRequest
 	if err := readJSON(w, r, &req); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	for _, f := range []struct {
 		name string
 		raw  json.RawMessage
 	}{{"name", req.Name}, {"cleanup_policy", req.CleanupPolicy}, {"timestamp_type", req.TimestampType}} {
 		if f.raw != nil {
-			s.writeError(w, r, badRequest("%s cannot be changed; PATCH takes partitions, retention_ms, retention_bytes, segment_bytes, segment_ms, cache_enabled and read_ahead_segments", f.name))
-			return
+			return badRequest("%s cannot be changed; PATCH takes partitions, retention_ms, retention_bytes, segment_bytes, segment_ms, cache_enabled and read_ahead_segments", f.name)
 		}
 	}
 	patch := broker.TopicPatch{
@@ -214,8 +206,8 @@ func (s *server) patchTopic(w http.ResponseWriter, r *http.Request) {
 	}
 	t, err := s.b.UpdateTopic(r.Context(), name, patch)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	s.writeJSON(w, r, http.StatusOK, toTopicJSON(t))
+	return nil
 }
