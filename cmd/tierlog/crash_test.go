@@ -292,7 +292,7 @@ func TestCrashKill9(t *testing.T) {
 		case <-firstAck:
 		case <-time.After(60 * time.Second):
 		}
-		time.Sleep(time.Duration(100+rng.IntN(700)) * time.Millisecond)
+		time.Sleep(time.Duration(100+rng.IntN(700)) * time.Millisecond) // the random kill point is the behaviour under test
 		s.kill(t, syscall.SIGKILL)
 		stop.Store(true)
 		wg.Wait()
@@ -357,7 +357,7 @@ func verify(t *testing.T, url, topic string, partitions int, l *ledger) {
 			var f fetchResp
 			code, err := doJSON("GET", fmt.Sprintf("%s/v1/topics/%s/partitions/%d/records?offset=%d&max_records=10000&max_bytes=4194304", url, topic, p, off), nil, &f)
 			if code == 503 && time.Now().Before(deadline) {
-				time.Sleep(100 * time.Millisecond)
+				time.Sleep(100 * time.Millisecond) // retry backoff, as a client's: a restarting server answers 503
 				continue
 			}
 			if err != nil || code != 200 {

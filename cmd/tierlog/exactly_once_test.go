@@ -174,6 +174,9 @@ func TestExactlyOnceChaos(t *testing.T) {
 	var kills, stops int
 	deadline := time.Now().Add(produceFor)
 	for ev := 0; time.Now().Before(deadline); ev++ {
+		// The chaos's timing is the behaviour under test: a kill or pause
+		// lands at a random point of the load, and a killed server stays
+		// down, a paused one asleep past its lease, for a random time.
 		time.Sleep(time.Duration(200+rng.IntN(500)) * time.Millisecond)
 		i := rng.IntN(servers)
 		s := procs[i].Load()
@@ -259,10 +262,10 @@ func TestExactlyOnceChaos(t *testing.T) {
 	for p := 0; p < partitions; p++ {
 		k := meta.PartitionKey{Topic: topic, TopicID: tc.ID, Partition: p}
 		var item meta.Partition
-		eoPollUntil(t, 30*time.Second, func() (bool, string) {
+		testenv.Eventually(t, 30*time.Second, func() error {
 			item, err = ms.Partition(ctx, k)
 			if err != nil {
-				return false, err.Error()
+				return err
 			}
 			pending := 0
 			for _, s := range item.Sealed {
@@ -270,7 +273,10 @@ func TestExactlyOnceChaos(t *testing.T) {
 					pending++
 				}
 			}
-			return item.ColdEnd > 0 && pending == 0, fmt.Sprintf("partition %d: cold end %d, %d sealed segments not yet tiered, next offset %d", p, item.ColdEnd, pending, item.NextOffset)
+			if item.ColdEnd > 0 && pending == 0 {
+				return nil
+			}
+			return fmt.Errorf("partition %d: cold end %d, %d sealed segments not yet tiered, next offset %d", p, item.ColdEnd, pending, item.NextOffset)
 		})
 		coldEnd[p] = item.ColdEnd
 	}
@@ -538,23 +544,6 @@ func eoPickLive(rng *rand.Rand, down []atomic.Bool) int {
 	return live[rng.IntN(len(live))]
 }
 
-// eoPollUntil calls cond until it reports true, failing with its last words
-// when the deadline passes.
-func eoPollUntil(t *testing.T, within time.Duration, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not reached within %v: %s", within, state)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // eoReadPartition reads partition p from log_start_offset to the high
 // watermark, checking I1 (dense from the log start) and I6 on the way.
 // Retention is forever, so the log start must be 0.
@@ -571,7 +560,7 @@ func eoReadPartition(t *testing.T, url, topic string, p int) []eoRecord {
 		}
 		code, err := doJSON("GET", fmt.Sprintf("%s/v1/topics/%s/partitions/%d/records?offset=%d&max_records=10000&max_bytes=4194304", url, topic, p, off), nil, &f)
 		if (code == 503 || err != nil) && time.Now().Before(deadline) {
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(100 * time.Millisecond) // retry backoff, as a client's: a restarting server answers 503
 			continue
 		}
 		if err != nil || code != 200 {

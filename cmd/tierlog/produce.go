@@ -140,8 +140,8 @@ func runProduce(cmd *cobra.Command, o produceOpts, args []string) error {
 	switch {
 	case o.batchRecords < 1 || o.batchRecords > tlclient.MaxRecords:
 		return usagef("--batch-records %d: want 1 to %d", o.batchRecords, tlclient.MaxRecords)
-	case o.batchBytes < 1 || o.batchBytes > 4<<20:
-		return usagef("--batch-bytes %d: want 1 to %d", o.batchBytes, 4<<20)
+	case o.batchBytes < 1 || o.batchBytes > tlclient.MaxBatchBytes:
+		return usagef("--batch-bytes %d: want 1 to %d", o.batchBytes, tlclient.MaxBatchBytes)
 	case o.linger < 0:
 		return usagef("--linger %v: want 0 or more", o.linger)
 	}

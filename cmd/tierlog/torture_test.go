@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -121,7 +122,7 @@ func TestTorture(t *testing.T) {
 				body, _ := json.Marshal(produceReq{Records: recs})
 				resp, err := short.Post(fmt.Sprintf("%s/v1/topics/torture/partitions/%d/records", srv.url, p), "application/json", bytes.NewReader(body))
 				if err != nil {
-					time.Sleep(20 * time.Millisecond) // killed, paused or restarting: outcome unknown
+					time.Sleep(20 * time.Millisecond) // retry backoff: killed, paused or restarting, outcome unknown
 					continue
 				}
 				b, _ := io.ReadAll(resp.Body)
@@ -131,7 +132,7 @@ func TestTorture(t *testing.T) {
 						t.Errorf("produce: %d %s", resp.StatusCode, b)
 						return
 					}
-					time.Sleep(10 * time.Millisecond)
+					time.Sleep(10 * time.Millisecond) // retry backoff, as a client's: a restarting server answers 503
 					continue
 				}
 				var pr produceResp
@@ -157,6 +158,9 @@ func TestTorture(t *testing.T) {
 	var kills, pauses int
 	deadline := time.Now().Add(chaosFor)
 	for time.Now().Before(deadline) {
+		// The chaos's timing is the behaviour under test: a kill or pause
+		// lands at a random point of the load, and a killed server stays
+		// down, a paused one asleep past its lease, for a random time.
 		time.Sleep(time.Duration(300+rng.IntN(500)) * time.Millisecond)
 		i := rng.IntN(servers)
 		s := procs[i].Load()
@@ -179,32 +183,36 @@ func TestTorture(t *testing.T) {
 		t.Fatal("nothing acknowledged")
 	}
 
-	time.Sleep(2 * time.Second) // let the compactors tier what was sealed last
 	for i := range procs {
 		verify(t, procs[i].Load().url, "torture", partitions, l)
 	}
-	// Every partition reached the cold tier, and reads above crossed it.
+	// The compactors, tiering in the background (no event to wait on),
+	// finalized segments: their counters say so.
 	var artifacts, conflicts int
-	for i := range procs {
-		resp, err := http.Get(procs[i].Load().url + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		for _, line := range strings.Split(string(b), "\n") {
-			var n int
-			if _, err := fmt.Sscanf(line, "tierlog_segments_finalized_total %d", &n); err == nil {
-				artifacts += n
+	testenv.Eventually(t, 30*time.Second, func() error {
+		artifacts, conflicts = 0, 0
+		for i := range procs {
+			resp, err := http.Get(procs[i].Load().url + "/metrics")
+			if err != nil {
+				return err
 			}
-			if _, err := fmt.Sscanf(line, "tierlog_lease_conflicts_total %d", &n); err == nil {
-				conflicts += n
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			for _, line := range strings.Split(string(b), "\n") {
+				var n int
+				if _, err := fmt.Sscanf(line, "tierlog_segments_finalized_total %d", &n); err == nil {
+					artifacts += n
+				}
+				if _, err := fmt.Sscanf(line, "tierlog_lease_conflicts_total %d", &n); err == nil {
+					conflicts += n
+				}
 			}
 		}
-	}
-	if artifacts == 0 {
-		t.Fatal("the compactors finalized no segment")
-	}
+		if artifacts == 0 {
+			return errors.New("the compactors finalized no segment")
+		}
+		return nil
+	})
 	// The CLI verifies the artifacts in the bucket through the S3 API.
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")

@@ -27,6 +27,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/tierlog/tierlog/internal/testenv"
 	"github.com/tierlog/tierlog/localstack/lite/emulator"
 )
 
@@ -245,23 +246,19 @@ func startRIE(t testing.TB, name, bootstrap string, env []string) *rie {
 			t.Logf("--- %s output ---\n%s", name, out.String())
 		}
 	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testenv.Eventually(t, 10*time.Second, func() error {
 		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", apiPort), 200*time.Millisecond)
 		if err == nil {
-			c.Close()
-			return r
+			return c.Close()
 		}
 		select {
 		case <-r.done:
 			t.Fatalf("%s: the RIE exited: %s", name, out.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: the RIE is not listening after 10s: %s", name, out.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("%s: the RIE is not listening: %w\n%s", name, err, out.String())
+	})
+	return r
 }
 
 // stop ends the RIE's process group: SIGTERM, then SIGKILL after 5 s.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -11,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tierlog/tierlog/internal/testenv"
 )
 
 // syncBuffer is a goroutine-safe log sink.
@@ -54,19 +57,15 @@ func TestRunServesAndStops(t *testing.T) {
 	go func() { done <- run(ctx, logger, addr, dir, false) }()
 
 	var body []byte
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testenv.Eventually(t, 5*time.Second, func() error {
 		resp, err := http.Get("http://" + addr + "/_localstack/health")
-		if err == nil {
-			body, _ = io.ReadAll(resp.Body)
-			resp.Body.Close()
-			break
+		if err != nil {
+			return fmt.Errorf("lite is not up: %w\n%s", err, logs.String())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("lite did not come up: %v\n%s", err, logs.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		defer resp.Body.Close()
+		body, err = io.ReadAll(resp.Body)
+		return err
+	})
 	if !strings.Contains(string(body), `"dynamodb":"running"`) {
 		t.Fatalf("health = %s", body)
 	}

@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tierlog/tierlog/internal/testenv"
 )
 
 func TestHealth(t *testing.T) {
@@ -350,19 +353,32 @@ func TestLongPoll(t *testing.T) {
 			f       fetchResponse
 			elapsed time.Duration
 		)
+		// The poll goes through a server of its own whose handler has a
+		// frame of longPollUnderTest: the produce is sent once this
+		// request waits in the partition's long-poll, not another test's.
+		h := s.Config.Handler
+		poller := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { longPollUnderTest(h, w, r) }))
+		defer poller.Close()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			start := time.Now()
-			r := s.do("GET", path, nil)
-			elapsed = time.Since(start)
-			if r.status != 200 {
-				t.Errorf("long poll: %d %s", r.status, r.body)
+			resp, err := poller.Client().Get(poller.URL + path)
+			if err != nil {
+				t.Errorf("long poll: %v", err)
 				return
 			}
-			_ = json.Unmarshal(r.body, &f)
+			defer resp.Body.Close()
+			elapsed = time.Since(start)
+			if resp.StatusCode != 200 {
+				t.Errorf("long poll: %d", resp.StatusCode)
+				return
+			}
+			if err := json.NewDecoder(resp.Body).Decode(&f); err != nil {
+				t.Errorf("long poll answer: %v", err)
+			}
 		}()
-		time.Sleep(200 * time.Millisecond)
+		waitForLongPolls(t, 1, "api_test.longPollUnderTest(")
 		s.produce("poll", `{"records":[{"value":"second"}]}`)
 		wg.Wait()
 		if elapsed >= 1500*time.Millisecond {
@@ -392,6 +408,14 @@ func TestLongPoll(t *testing.T) {
 	})
 }
 
+// longPollUnderTest serves one request with h: a frame a goroutine dump
+// finds.
+//
+//go:noinline
+func longPollUnderTest(h http.Handler, w http.ResponseWriter, r *http.Request) {
+	h.ServeHTTP(w, r)
+}
+
 func TestOffsets(t *testing.T) {
 	t.Parallel()
 	s := newServer(t)
@@ -400,7 +424,14 @@ func TestOffsets(t *testing.T) {
 	for i := range 4 {
 		res := s.produce("ts", fmt.Sprintf(`{"records":[{"value":"a%d"},{"value":"b%d"}]}`, i, i))
 		stamps = append(stamps, *res.Offsets[0].Timestamp)
-		time.Sleep(5 * time.Millisecond)
+		// The next batch gets a later timestamp of the server's clock
+		// (the wall clock: nothing to wait on but its next millisecond).
+		testenv.Eventually(t, time.Second, func() error {
+			if now := time.Now().UnixMilli(); now <= stamps[i] {
+				return fmt.Errorf("the clock is at %d ms, not past %d", now, stamps[i])
+			}
+			return nil
+		})
 	}
 	r := s.ok("GET", "/v1/topics/ts/partitions/0/offsets", nil, 200, nil)
 	if got := strings.TrimSpace(string(r.body)); got != `{"log_start_offset":0,"high_watermark":8}` {

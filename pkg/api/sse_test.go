@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tierlog/tierlog/internal/testenv"
 	"github.com/tierlog/tierlog/pkg/server"
 )
 
@@ -594,43 +595,54 @@ func (b *syncBuffer) String() string {
 	return b.b.String()
 }
 
-// waitUntilNoneIn polls, with a deadline, until no goroutine has a frame
-// of fn in its stack.
+// waitUntilNoneIn waits until no goroutine has a frame of fn in its
+// stack (no event marks a goroutine's end).
 func waitUntilNoneIn(t *testing.T, fn string) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); goroutinesIn(fn) > 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d goroutines still in %s", goroutinesIn(fn), fn)
+	testenv.Eventually(t, 10*time.Second, func() error {
+		if n := goroutinesIn(fn); n > 0 {
+			return fmt.Errorf("%d goroutines still in %s", n, fn)
 		}
-	}
+		return nil
+	})
 }
 
-// waitForLongPolls polls, with a deadline, until at least n goroutines
-// wait in a long-poll for the partition's next commit.
-func waitForLongPolls(t *testing.T, n int) {
+// waitForLongPolls waits until at least n goroutines wait in a long-poll
+// for the partition's next commit, each with a frame of every one of also
+// in its stack (a long-poll parks with no event a test can wait on).
+func waitForLongPolls(t *testing.T, n int, also ...string) {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		got := goroutinesIn("partition.(*Log).Wait(")
-		if got >= n {
-			return
+	testenv.Eventually(t, 20*time.Second, func() error {
+		if got := goroutinesIn(append([]string{"partition.(*Log).Wait("}, also...)...); got < n {
+			return fmt.Errorf("%d long-polls waiting, want %d", got, n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d long-polls waiting, want %d", got, n)
-		}
-	}
+		return nil
+	})
 }
 
-// goroutinesIn is the number of goroutines with a frame of fn in their
-// stack.
-func goroutinesIn(fn string) int {
+// goroutinesIn is the number of goroutines with a frame of every one of
+// fns in their stack.
+func goroutinesIn(fns ...string) int {
 	buf := make([]byte, 1<<20)
 	for {
 		n := runtime.Stack(buf, true)
 		if n < len(buf) {
-			return strings.Count(string(buf[:n]), fn)
+			buf = buf[:n]
+			break
 		}
 		buf = make([]byte, 2*len(buf))
 	}
+	count := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		all := true
+		for _, fn := range fns {
+			all = all && strings.Contains(g, fn)
+		}
+		if all {
+			count++
+		}
+	}
+	return count
 }
 
 // TestSlowStreamsBoundedMemory: 100 streams whose clients never read (a
@@ -675,11 +687,12 @@ func TestSlowStreamsBoundedMemory(t *testing.T) {
 	}
 	// Every stream got its 200 (the first may be cut by its stall before
 	// the last starts, so the active count need not reach n).
-	for start := time.Now(); s.s.Streams.Started() < n; time.Sleep(10 * time.Millisecond) { // polling with a deadline
-		if time.Since(start) > 30*time.Second {
-			t.Fatalf("%d of %d streams started", s.s.Streams.Started(), n)
+	testenv.Eventually(t, 30*time.Second, func() error {
+		if got := s.s.Streams.Started(); got < n {
+			return fmt.Errorf("%d of %d streams started", got, n)
 		}
-	}
+		return nil
+	})
 	deadline := time.Now().Add(20 * time.Second)
 	var grown, rssGrown uint64
 	for time.Now().Before(deadline) {

@@ -52,7 +52,8 @@ type Config struct {
 	// embedded store one process owns the data dir, so a restart under the
 	// same name may take its own leases back at once.
 	Owner string
-	// LeaseTTL is how long a lease lives without a commit. Default 10s.
+	// LeaseTTL is how long a lease lives without a commit. Default
+	// partition.DefaultLeaseTTL.
 	LeaseTTL time.Duration
 	// ReleaseEachBatch acquires and releases the lease around every batch
 	// (Lambda); by default a partition keeps its lease between batches.
@@ -132,7 +133,7 @@ func (c *Config) applyDefaults() error {
 		c.Owner = "local"
 	}
 	if c.LeaseTTL <= 0 {
-		c.LeaseTTL = 10 * time.Second
+		c.LeaseTTL = partition.DefaultLeaseTTL
 	}
 	if c.MaxOpenWriters <= 0 {
 		c.MaxOpenWriters = defaultMaxOpenWriters()

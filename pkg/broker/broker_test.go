@@ -221,14 +221,23 @@ func TestWaitForData(t *testing.T) {
 	b := newBroker(t, mem.New(), t.TempDir())
 	defer b.Close()
 	b.CreateTopic(ctx, TopicSpec{Name: "w"})
-	go func() {
-		time.Sleep(100 * time.Millisecond)
-		b.ProducePartition(ctx, "w", 0, []ProduceRecord{{Value: []byte("x")}})
-	}()
+	type fetched struct {
+		f   FetchResult
+		err error
+	}
+	done := make(chan fetched, 1)
 	start := time.Now()
-	f, err := b.Fetch(ctx, FetchRequest{Topic: "w", Offset: 0, Wait: 5 * time.Second})
-	if err != nil || len(f.Records) != 1 {
-		t.Fatalf("%v %+v", err, f)
+	go func() {
+		f, err := b.Fetch(ctx, FetchRequest{Topic: "w", Offset: 0, Wait: 5 * time.Second})
+		done <- fetched{f, err}
+	}()
+	waitForWaiters(t, 1)
+	if _, err := b.ProducePartition(ctx, "w", 0, []ProduceRecord{{Value: []byte("x")}}); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || len(r.f.Records) != 1 {
+		t.Fatalf("%v %+v", r.err, r.f)
 	}
 	if d := time.Since(start); d > 3*time.Second {
 		t.Errorf("waited %v", d)

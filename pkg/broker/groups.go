@@ -58,6 +58,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/tierlog/tierlog/internal/apilimit"
 	"github.com/tierlog/tierlog/pkg/meta"
 )
 
@@ -79,9 +80,9 @@ var (
 
 // Group limits.
 const (
-	DefaultSessionTimeout = 30 * time.Second
-	MinSessionTimeout     = time.Second
-	MaxSessionTimeout     = 300 * time.Second
+	DefaultSessionTimeout = apilimit.DefaultSessionTimeout
+	MinSessionTimeout     = apilimit.MinSessionTimeout
+	MaxSessionTimeout     = apilimit.MaxSessionTimeout
 	// MaxGroupMembers bounds a group's members; MaxGroupStateBytes its
 	// state item as JSON, well under DynamoDB's 400 KB item limit. A join
 	// past either is ErrTooLarge.

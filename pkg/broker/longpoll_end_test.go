@@ -3,11 +3,13 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tierlog/tierlog/internal/testenv"
 	"github.com/tierlog/tierlog/pkg/meta/mem"
 )
 
@@ -48,18 +50,16 @@ func TestLongPollEndsWithItsTopic(t *testing.T) {
 	}
 }
 
-// waitForWaiters polls, with a deadline, until at least n goroutines wait
-// in a long-poll for a partition's next commit.
+// waitForWaiters waits until at least n goroutines wait in a long-poll
+// for a partition's next commit (a long-poll parks with no event a test
+// can wait on).
 func waitForWaiters(t *testing.T, n int) {
 	t.Helper()
 	buf := make([]byte, 1<<20)
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		got := strings.Count(string(buf[:runtime.Stack(buf, true)]), "partition.(*Log).Wait(")
-		if got >= n {
-			return
+	testenv.Eventually(t, 10*time.Second, func() error {
+		if got := strings.Count(string(buf[:runtime.Stack(buf, true)]), "partition.(*Log).Wait("); got < n {
+			return fmt.Errorf("%d long-polls waiting, want %d", got, n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d long-polls waiting, want %d", got, n)
-		}
-	}
+		return nil
+	})
 }

@@ -6,8 +6,11 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/tierlog/tierlog/internal/apilimit"
 	"github.com/tierlog/tierlog/pkg/meta"
+	"github.com/tierlog/tierlog/pkg/partition"
 	"github.com/tierlog/tierlog/pkg/segment"
+	"github.com/tierlog/tierlog/pkg/wire"
 )
 
 // Errors the broker returns. The API layer maps each to one status code.
@@ -45,13 +48,13 @@ func (e *OffsetOutOfRangeError) Error() string {
 // Limits of the API (docs/api.md): enforced by the broker so every front end
 // shares them.
 const (
-	MaxRecordBytes   = 1 << 20 // key + value of one record
-	MaxBatchRecords  = 10000
+	MaxRecordBytes   = wire.MaxRecordBytes // key + value of one record
+	MaxBatchRecords  = wire.MaxRecords
 	MaxFetchRecords  = 10000
 	MaxFetchBytes    = 4 << 20
 	DefaultMaxFetch  = 500
 	DefaultFetchSize = 1 << 20
-	MaxWait          = 20 * time.Second
+	MaxWait          = apilimit.MaxWait
 	MaxPartitions    = 10000
 )
 
@@ -60,7 +63,7 @@ const (
 	DefaultPartitions     = 1
 	DefaultRetentionMs    = 604800000
 	DefaultRetentionBytes = -1
-	DefaultSegmentBytes   = 16 << 20
+	DefaultSegmentBytes   = partition.DefaultSegmentBytes
 	DefaultSegmentMs      = 60000
 	DefaultCleanupPolicy  = "delete"
 	DefaultCacheEnabled   = true

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/tierlog/tierlog/internal/apilimit"
 )
 
 // ResetPolicy says where a consumer starts when it has no committed offset
@@ -206,14 +208,14 @@ func (c *Client) NewConsumer(ctx context.Context, topic string, opts ...Consumer
 			o(&cfg)
 		}
 	}
-	if cfg.wait < 0 || cfg.wait > 20*time.Second {
-		return nil, fmt.Errorf("client: consumer wait %v: want 0 to 20s", cfg.wait)
+	if cfg.wait < 0 || cfg.wait > apilimit.MaxWait {
+		return nil, fmt.Errorf("client: consumer wait %v: want 0 to %v", cfg.wait, apilimit.MaxWait)
 	}
 	if cfg.reset < ResetLatest || cfg.reset > ResetNone {
 		return nil, fmt.Errorf("client: unknown reset policy %d", cfg.reset)
 	}
-	if cfg.session != 0 && (cfg.session < time.Second || cfg.session > 300*time.Second) {
-		return nil, fmt.Errorf("client: session timeout %v: want 1s to 300s", cfg.session)
+	if cfg.session != 0 && (cfg.session < apilimit.MinSessionTimeout || cfg.session > apilimit.MaxSessionTimeout) {
+		return nil, fmt.Errorf("client: session timeout %v: want %v to %v", cfg.session, apilimit.MinSessionTimeout, apilimit.MaxSessionTimeout)
 	}
 	t, err := c.Topic(ctx, topic)
 	if err != nil {

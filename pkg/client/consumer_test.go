@@ -7,10 +7,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/tierlog/tierlog/internal/testenv"
 	"github.com/tierlog/tierlog/pkg/client"
 )
 
@@ -111,10 +113,15 @@ func TestConsumerResume(t *testing.T) {
 func TestConsumerFollow(t *testing.T) {
 	t.Parallel()
 	var fetches atomic.Int64
+	parked := make(chan struct{}) // closed when the fetch at the end of the log arrives
+	var parkedOnce sync.Once
 	s := newServer(t, func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Method == "GET" && strings.HasSuffix(r.URL.Path, "/records") {
 				fetches.Add(1)
+				if r.URL.Query().Get("offset") == "5" {
+					parkedOnce.Do(func() { close(parked) })
+				}
 			}
 			h.ServeHTTP(w, r)
 		})
@@ -131,7 +138,11 @@ func TestConsumerFollow(t *testing.T) {
 	if pos, _ := k.Position(0); pos != 5 {
 		t.Fatalf("latest start at %d, want 5", pos)
 	}
-	time.Sleep(300 * time.Millisecond) // the fetcher is parked in a long poll
+	select { // the fetcher sent its long poll at the end of the log
+	case <-parked:
+	case <-ctx.Done():
+		t.Fatal("the consumer sent no fetch at offset 5")
+	}
 	start := time.Now()
 	produceN(t, c, "tail", 0, 0, 3, "new")
 	msgs := pollUntil(t, k, 3)
@@ -152,7 +163,19 @@ func TestConsumerFollow(t *testing.T) {
 // latest reset, none reports the server's 416.
 func TestConsumerReset416(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, nil)
+	// fetchedAt10 is closed by the first fetch at offset 10 once armed
+	// (the first consumer, reading from the start, fetches there too).
+	fetchedAt10 := make(chan struct{})
+	var fetchedOnce sync.Once
+	var armed atomic.Bool
+	s := newServer(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if armed.Load() && r.Method == "GET" && strings.HasSuffix(r.URL.Path, "/records") && r.URL.Query().Get("offset") == "10" {
+				fetchedOnce.Do(func() { close(fetchedAt10) })
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
 	c := s.client()
 	createTopic(t, c, "oor", 1)
 	produceN(t, c, "oor", 0, 0, 10, "v")
@@ -168,15 +191,26 @@ func TestConsumerReset416(t *testing.T) {
 	}
 	k.Close(ctx)
 
+	armed.Store(true)
 	k, err = c.NewConsumer(ctx, "oor", client.WithStartOffset(1000), client.WithReset(client.ResetLatest), client.WithWait(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
+	produced := make(chan struct{})
 	go func() {
-		time.Sleep(300 * time.Millisecond)
+		defer close(produced)
+		// Once the consumer fetches at the high watermark (its reset to
+		// latest happened), a record arrives there.
+		select {
+		case <-fetchedAt10:
+		case <-ctx.Done():
+			t.Error("the consumer never fetched at offset 10")
+			return
+		}
 		produceN(t, c, "oor", 0, 10, 11, "v")
 	}()
 	msgs = pollUntil(t, k, 1)
+	<-produced
 	if msgs[0].Offset != 10 || string(msgs[0].Value) != "v-10" {
 		t.Fatalf("latest reset read %q at %d", msgs[0].Value, msgs[0].Offset)
 	}
@@ -253,9 +287,20 @@ func TestConsumerStartTimestamp(t *testing.T) {
 	c := s.client()
 	createTopic(t, c, "ts", 1)
 	produceN(t, c, "ts", 0, 0, 3, "before")
-	time.Sleep(20 * time.Millisecond)
+	// mark is a millisecond of the server's clock (the wall clock) after
+	// the "before" records' and before the "after" records': nothing to
+	// wait on but the clock's next millisecond, twice.
+	clockPast := func(ms int64) {
+		testenv.Eventually(t, time.Second, func() error {
+			if now := time.Now().UnixMilli(); now <= ms {
+				return fmt.Errorf("the clock is at %d ms, not past %d", now, ms)
+			}
+			return nil
+		})
+	}
+	clockPast(time.Now().UnixMilli())
 	mark := time.Now().UnixMilli()
-	time.Sleep(20 * time.Millisecond)
+	clockPast(mark)
 	produceN(t, c, "ts", 0, 3, 5, "after")
 	ctx := ctxT(t)
 	k, err := c.NewConsumer(ctx, "ts", client.WithStartTimestamp(mark))

@@ -7,12 +7,14 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/tierlog/tierlog/internal/apilimit"
 )
 
 // DefaultSessionTimeout is a member consumer's session timeout unless
-// WithSessionTimeout says otherwise: a consumer that dies loses its
-// partitions to the others within it.
-const DefaultSessionTimeout = 10 * time.Second
+// WithSessionTimeout says otherwise: the server's default (docs/api.md).
+// A consumer that dies loses its partitions to the others within it.
+const DefaultSessionTimeout = apilimit.DefaultSessionTimeout
 
 // member is a consumer's group membership.
 type member struct {

@@ -26,9 +26,9 @@ const (
 	// attemptTimeout bounds one produce request of the Producer.
 	attemptTimeout = 30 * time.Second
 
-	// maxBatchBytes keeps a batch's keys and values well under the 5 MiB
+	// MaxBatchBytes keeps a batch's keys and values well under the 5 MiB
 	// body limit; a JSON body that still ends up larger is split in two.
-	maxBatchBytes = 4 << 20
+	MaxBatchBytes = 4 << 20
 )
 
 // ProducerOption configures NewProducer.
@@ -87,8 +87,8 @@ func producerDefaults(opts []ProducerOption) (producerConfig, error) {
 	switch {
 	case c.batchRecords < 1 || c.batchRecords > MaxRecords:
 		return c, fmt.Errorf("client: batch records %d: want 1 to %d", c.batchRecords, MaxRecords)
-	case c.batchBytes < 1 || c.batchBytes > maxBatchBytes:
-		return c, fmt.Errorf("client: batch bytes %d: want 1 to %d", c.batchBytes, maxBatchBytes)
+	case c.batchBytes < 1 || c.batchBytes > MaxBatchBytes:
+		return c, fmt.Errorf("client: batch bytes %d: want 1 to %d", c.batchBytes, MaxBatchBytes)
 	case c.linger < 0:
 		return c, fmt.Errorf("client: negative linger %v", c.linger)
 	case c.maxBuffered < 1:

@@ -128,9 +128,9 @@ type Config struct {
 	Meta  meta.Store
 	Owner string // lease owner id; unique per process (or per Lambda container)
 
-	LeaseTTL     time.Duration // default 10s
+	LeaseTTL     time.Duration // default DefaultLeaseTTL
 	HoldLease    bool
-	SegmentBytes int64 // roll when the next batch would pass this; default 16 MiB
+	SegmentBytes int64 // roll when the next batch would pass this; default DefaultSegmentBytes
 	SegmentMs    int64 // roll when the active segment is older; 0: never
 
 	IndexIntervalBytes int
@@ -190,15 +190,23 @@ type Config struct {
 // DefaultBusyWait is how long an append waits for a busy partition.
 const DefaultBusyWait = 10 * time.Second
 
+// DefaultLeaseTTL is how long a partition lease lives without a commit
+// unless the Config says otherwise.
+const DefaultLeaseTTL = 10 * time.Second
+
+// DefaultSegmentBytes is the size a segment rolls at unless the Config
+// says otherwise (a topic's segment_bytes default).
+const DefaultSegmentBytes = 16 << 20
+
 func (c *Config) applyRollDefaults() {
 	if c.SegmentBytes <= 0 {
-		c.SegmentBytes = 16 << 20
+		c.SegmentBytes = DefaultSegmentBytes
 	}
 }
 
 func (c *Config) applyDefaults() {
 	if c.LeaseTTL <= 0 {
-		c.LeaseTTL = 10 * time.Second
+		c.LeaseTTL = DefaultLeaseTTL
 	}
 	c.applyRollDefaults()
 	if c.Now == nil {

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http/httptest"
 	"regexp"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tierlog/tierlog/internal/testenv"
 	"github.com/tierlog/tierlog/pkg/broker"
 	"github.com/tierlog/tierlog/pkg/server"
 )
@@ -59,13 +61,12 @@ func TestLocalServerMetricsAndCompaction(t *testing.T) {
 		return string(b)
 	}
 	// A roll kicks the compactor long before its hourly timer.
-	deadline := time.Now().Add(10 * time.Second)
-	for metric(t, scrape(), "tierlog_segments_finalized_total") == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no segment finalized after rolls")
+	testenv.Eventually(t, 10*time.Second, func() error {
+		if metric(t, scrape(), "tierlog_segments_finalized_total") == 0 {
+			return errors.New("no segment finalized after rolls")
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	body := scrape()
 	if got := metric(t, body, "tierlog_flush_records_total"); got != 200 {
 		t.Errorf("flush records %v, want 200", got)
