@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"os/signal"
 	"strconv"
@@ -55,7 +54,7 @@ const (
 func addClientFlags(c *cobra.Command, f *clientFlags, which clientFlagSet) {
 	fl := c.Flags()
 	f.retryTimeout = defaultRetryTimeout
-	fl.StringVar(&f.url, "url", defaultURL, "base URL of the tierlog API")
+	fl.StringVarP(&f.url, "url", "b", defaultURL, "the tierlog API: a base URL, or HOST:PORT as kcat's -b (http://; https:// for an AWS host)")
 	bindEnv(c, "url")
 	if which&records != 0 {
 		fl.BoolVar(&f.binary, "binary", false, "send and receive binary batches (application/vnd.tierlog.batch.v1) instead of JSON")
@@ -123,7 +122,7 @@ func (f *clientFlags) sigv4Option(ctx context.Context) (tlclient.Option, error) 
 // urlRegion is REGION of an API Gateway URL, https://ID.execute-api.REGION.amazonaws.com[.cn]/...,
 // or "" for any other URL.
 func urlRegion(raw string) string {
-	u, err := url.Parse(raw)
+	u, err := tlclient.ParseURL(raw)
 	if err != nil {
 		return ""
 	}

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -179,13 +180,13 @@ type Client struct {
 
 // New returns a client of the API at baseURL: "http://127.0.0.1:8080", or
 // an API Gateway stage URL such as "https://id.execute-api.eu-west-1.amazonaws.com/prod".
+// A URL without a scheme is a host and port, as kcat's -b takes it
+// ("127.0.0.1:8080", "localhost:8080"): http, or https for an AWS host
+// (one ending in amazonaws.com, which serves nothing else).
 func New(baseURL string, opts ...Option) (*Client, error) {
-	u, err := url.Parse(baseURL)
+	u, err := ParseURL(baseURL)
 	if err != nil {
-		return nil, fmt.Errorf("client: base URL %q: %w", baseURL, err)
-	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("client: base URL %q: want http:// or https:// and a host", baseURL)
+		return nil, err
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
 		return nil, fmt.Errorf("client: base URL %q: no query or fragment allowed", baseURL)
@@ -199,6 +200,40 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 		c.signer = v4.NewSigner()
 	}
 	return c, nil
+}
+
+// ParseURL reads a base URL as New does: with a scheme, http:// or
+// https://; without one, host[:port][/prefix], which gets http:// (https://
+// for an amazonaws.com host).
+func ParseURL(raw string) (*url.URL, error) {
+	s := strings.TrimSpace(raw)
+	if s == "" {
+		return nil, errors.New("client: empty base URL: want http://HOST:PORT or HOST:PORT")
+	}
+	if !strings.Contains(s, "://") {
+		scheme := "http://"
+		host, _, _ := strings.Cut(s, "/")
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		if strings.HasSuffix(host, ".amazonaws.com") || strings.HasSuffix(host, ".amazonaws.com.cn") {
+			scheme = "https://"
+		}
+		s = scheme + s
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("client: base URL %q: want http://HOST:PORT or HOST:PORT", raw)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" {
+		return nil, fmt.Errorf("client: base URL %q: want http:// or https:// and a host, or HOST:PORT", raw)
+	}
+	if _, port, err := net.SplitHostPort(u.Host); err == nil {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("client: base URL %q: port %q: want 1 to 65535", raw, port)
+		}
+	}
+	return u, nil
 }
 
 // Format is the client's body format.
