@@ -15,7 +15,7 @@ func TestCLIGroupsAndTopicsAlter(t *testing.T) {
 	mustCLI(t, []byte("a\nb\nc\n"), "produce", "--url", s.url, "--topic", "orders", "--partition", "0")
 	// A consumer of the group reads to the end and commits (it joins and
 	// leaves the group on the way).
-	if out := mustCLI(t, nil, "consume", "--url", s.url, "--topic", "orders", "--group", "billing"); out != "a\nb\nc\n" {
+	if out := mustCLI(t, nil, "consume", "--url", s.url, "--topic", "orders", "--group", "billing", "-e"); out != "a\nb\nc\n" {
 		t.Fatalf("consume --group printed %q", out)
 	}
 	if out := mustCLI(t, nil, "groups", "list", "--url", s.url); !strings.Contains(out, "billing  0") {
@@ -29,7 +29,7 @@ func TestCLIGroupsAndTopicsAlter(t *testing.T) {
 	if !strings.Contains(out, "0          1       2") {
 		t.Fatalf("groups reset --to 1:\n%s", out)
 	}
-	if out := mustCLI(t, nil, "consume", "--url", s.url, "--topic", "orders", "--group", "billing"); out != "b\nc\n" {
+	if out := mustCLI(t, nil, "consume", "--url", s.url, "--topic", "orders", "--group", "billing", "-e"); out != "b\nc\n" {
 		t.Fatalf("consume after the reset printed %q", out)
 	}
 	if r := cli(t, nil, "groups", "reset", "billing", "--url", s.url, "--topic", "orders", "--to", "9", "--partitions", "0"); r.code == 0 || !strings.Contains(r.stderr, "offset_out_of_range") && !strings.Contains(r.stderr, "out of range") {

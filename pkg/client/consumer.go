@@ -233,7 +233,7 @@ func (c *Client) NewConsumer(ctx context.Context, topic string, opts ...Consumer
 	for _, p := range parts {
 		if p < 0 || p >= t.Partitions {
 			return nil, &Error{Status: 404, Code: CodePartitionNotFound,
-				Message: fmt.Sprintf("partition %d of topic %q (partitions: %d)", p, topic, t.Partitions)}
+				Message: fmt.Sprintf("topic %q has no partition %d (it has %d: 0 to %d)", topic, p, t.Partitions, t.Partitions-1)}
 		}
 	}
 	start, err := c.startPositions(ctx, topic, parts, &cfg)
