@@ -227,7 +227,9 @@ func runConsume(cmd *cobra.Command, o consumeOpts) error {
 	if pr.delim, err = unescape(o.delim); err != nil {
 		return usagef("--delimiter: %v", err)
 	}
-	opts := []tlclient.ConsumerOption{tlclient.WithReset(tlclient.ResetEarliest), tlclient.WithWait(o.wait)}
+	// Where a group with nothing committed starts is the client's
+	// default (earliest): the CLI and the Go client agree.
+	opts := []tlclient.ConsumerOption{tlclient.WithWait(o.wait)}
 	if fl.Changed("partition") {
 		if o.partition < 0 {
 			return usagef("--partition %d: want 0 or more", o.partition)
