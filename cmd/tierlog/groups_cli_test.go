@@ -38,8 +38,36 @@ func TestCLIGroupsAndTopicsAlter(t *testing.T) {
 	if r := cli(t, nil, "groups", "reset", "billing", "--url", s.url, "--topic", "orders"); r.code == 0 {
 		t.Fatalf("reset without --to: exit 0")
 	}
+	// GROUP or --group, on every subcommand.
+	for _, args := range [][]string{
+		{"groups", "describe", "--group", "billing"},
+		{"groups", "show", "billing", "--topic", "orders"},
+		{"groups", "show", "-g", "billing"},
+	} {
+		if out := mustCLI(t, nil, append(args, "--url", s.url)...); !strings.Contains(out, "orders") || !strings.Contains(out, "  1  ") {
+			t.Errorf("tierlog %v:\n%s", args, out)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"groups", "show", "billing", "--group", "other"}, 2, `group "billing" and --group "other": give one`},
+		{[]string{"groups", "show"}, 2, "a group is required"},
+		{[]string{"groups", "delete"}, 2, "a group is required"},
+		// An unknown group is an error the same way everywhere.
+		{[]string{"groups", "show", "nosuchgroup"}, 1, `group "nosuchgroup" not found`},
+		{[]string{"groups", "show", "--group", "nosuchgroup", "--topic", "orders"}, 1, `group "nosuchgroup" not found`},
+		{[]string{"groups", "describe", "nosuchgroup"}, 1, `group "nosuchgroup" not found`},
+		{[]string{"groups", "delete", "--group", "nosuchgroup"}, 1, `group "nosuchgroup" not found`},
+	} {
+		if r := cli(t, nil, append(c.args, "--url", s.url)...); r.code != c.code || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("tierlog %v: exit %d, stderr %q; want exit %d and %q", c.args, r.code, r.stderr, c.code, c.want)
+		}
+	}
 	mustCLI(t, nil, "groups", "delete", "billing", "--url", s.url)
-	if r := cli(t, nil, "groups", "describe", "billing", "--url", s.url); r.code == 0 || !strings.Contains(r.stderr, "group") {
+	if r := cli(t, nil, "groups", "describe", "billing", "--url", s.url); r.code != 1 || !strings.Contains(r.stderr, `group "billing" not found`) {
 		t.Fatalf("describe after delete: exit %d, stderr %s", r.code, r.stderr)
 	}
 
