@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -71,6 +73,10 @@ func TestCLIKcat(t *testing.T) {
 		{"-o -N beyond the log start", []string{"-p", "1", "-o", "-100"}, lines("w0", "w1", "w2")},
 		{"-o s@ms", []string{"-p", "0", "-o", fmt.Sprintf("s@%d", ts3)}, lines("v3", "v4", "v5")},
 		{"-o s@RFC3339 in the future", []string{"-p", "0", "-e", "-o", "s@" + time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}, ""},
+		{"-o s@-1h (relative)", []string{"-p", "1", "-o", "s@-1h"}, lines("w0", "w1", "w2")},
+		{"-o e@T stops before T", []string{"-p", "0", "-o", "beginning", "-o", fmt.Sprintf("e@%d", ts3)}, lines("v0", "v1", "v2")},
+		{"-p -1 is every partition", []string{"-p", "-1", "-o", "-1", "-f", `%p:%s\n`}, "0:v5\n1:w2\n"},
+		{"-q", []string{"-p", "1", "-q", "-c", "1"}, lines("w0")},
 		{"-c", []string{"-p", "0", "-c", "2"}, lines("v0", "v1")},
 		{"-c with -e stops at the end", []string{"-p", "1", "-c", "10", "-e"}, lines("w0", "w1", "w2")},
 		{"-e", []string{"-p", "1", "-e"}, lines("w0", "w1", "w2")},
@@ -83,7 +89,7 @@ func TestCLIKcat(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			out := mustCLI(t, nil, append([]string{"consume", "-t", "k", "-e", u}, c.args...)...)
-			if !slices.Contains(c.args, "-p") {
+			if !slices.Contains(c.args, "-p") || slices.Contains(c.args, "-1") {
 				// Partitions interleave in any order; each in order.
 				out, c.want = sortedLines(out), sortedLines(c.want)
 			}
@@ -216,6 +222,35 @@ func TestCLIKcat(t *testing.T) {
 		}
 	})
 
+	t.Run("produce FILE is one record, -l splits it", func(t *testing.T) {
+		mustCLI(t, nil, "topics", "create", "files", u)
+		bin := make([]byte, 3000)
+		for i := range bin {
+			bin[i] = byte(i * 7) // newlines, NULs and bytes that are not UTF-8
+		}
+		dir := t.TempDir()
+		f := filepath.Join(dir, "blob.bin")
+		txt := filepath.Join(dir, "lines.txt")
+		os.WriteFile(f, bin, 0o644)
+		os.WriteFile(txt, []byte("l1\nl2\n"), 0o644)
+		if out := mustCLI(t, nil, "produce", "-t", "files", "-k", "blob", "-q", f, u); out != "" {
+			t.Errorf("produce -q printed %q", out)
+		}
+		mustCLI(t, nil, "produce", "-t", "files", "-l", txt, u)
+		out := mustCLI(t, nil, "consume", "-t", "files", "-e", "-f", `%k|%S\n`, u)
+		if out != "blob|3000\n|2\n|2\n" {
+			t.Errorf("a 3000-byte FILE, then -l with two lines: %q, want one record of 3000 bytes, then two", out)
+		}
+		raw := mustCLI(t, nil, "consume", "-t", "files", "-c", "1", "-D", "", u)
+		if raw != string(bin) {
+			t.Errorf("the file came back altered: %d bytes", len(raw))
+		}
+		// -T echoes what it sends; -p -1 routes as without -p.
+		if out := mustCLI(t, []byte("t1\nt2\n"), "produce", "-t", "files", "-T", "-p", "-1", u); out != "t1\nt2\n" {
+			t.Errorf("produce -T printed %q", out)
+		}
+	})
+
 	t.Run("produce -K", func(t *testing.T) {
 		mustCLI(t, nil, "topics", "create", "kk", u)
 		mustCLI(t, []byte("a:1\nb:2\n"), "produce", "-t", "kk", "-K", ":", u)
@@ -236,6 +271,10 @@ func TestCLIKcat(t *testing.T) {
 		{"-e and --follow", []string{"consume", "-t", "k", "-e", "--follow", u}, "contradict"},
 		{"-J and another format", []string{"consume", "-t", "k", "-J", "-f", "plain", u}, "give one"},
 		{"empty delimiter", []string{"produce", "-t", "k", "-D", "", u}, "--delimiter is empty"},
+		{"-k and -K", []string{"produce", "-t", "k", "-k", "a", "-K", ":", u}, "give one"},
+		{"two starts", []string{"consume", "-t", "k", "-o", "1", "-o", "2", u}, "--offset given twice"},
+		{"bad e@", []string{"consume", "-t", "k", "-o", "e@soon", u}, `--offset "e@soon"`},
+		{"bad time ago", []string{"consume", "-t", "k", "-o", "s@-1fortnight", u}, "-DURATION ago"},
 	} {
 		t.Run("usage: "+c.name, func(t *testing.T) {
 			r := cli(t, nil, c.args...)

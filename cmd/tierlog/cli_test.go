@@ -111,7 +111,7 @@ func TestCLIRoundTrip(t *testing.T) {
 		if p == 2 {
 			mustCLI(t, data, args...) // stdin
 		} else {
-			mustCLI(t, nil, append(args, file)...)
+			mustCLI(t, nil, append(args, "-l", file)...) // -l: a FILE's lines, not the FILE as one record
 		}
 		for _, fmtMode := range [][]string{nil, {"--binary"}} {
 			out := mustCLI(t, nil, append([]string{"consume", "--url", s.url, "--topic", "rt", "--partition", part, "--offset", "0", "--count", n}, fmtMode...)...)
@@ -384,7 +384,7 @@ func TestCLIErrors(t *testing.T) {
 		{"offset and timestamp", nil, []string{"consume", "--topic", "e", "--offset", "1", "--timestamp", "5", "--url", s.url}, 2, "give one"},
 		{"bad timestamp", nil, []string{"offsets", "--topic", "e", "--timestamp", "yesterday", "--url", s.url}, 2, "RFC 3339"},
 		{"bad format", nil, []string{"topics", "list", "--format", "xml", "--url", s.url}, 2, `--format "xml"`},
-		{"negative partition", nil, []string{"produce", "--topic", "e", "--partition", "-1", "--url", s.url}, 2, "--partition -1"},
+		{"negative partition", nil, []string{"produce", "--topic", "e", "--partition", "-2", "--url", s.url}, 2, "--partition -2"},
 		{"bad batch", nil, []string{"produce", "--topic", "e", "--batch-records", "0", "--url", s.url}, 2, "--batch-records 0"},
 		{"bad separator escape", nil, []string{"produce", "--topic", "e", "-K", `\q`, "--url", s.url}, 2, "unknown escape"},
 		{"bad url", nil, []string{"topics", "list", "--url", "ftp://localhost:8080"}, 2, "--url"},

@@ -20,7 +20,7 @@ type consumeOpts struct {
 	cf        clientFlags
 	topic     string
 	partition int
-	offset    string
+	offsets   []string // -o, up to twice: a start and e@T
 	timestamp string
 	group     string
 	count     int
@@ -53,7 +53,12 @@ Where to start (-o, --offset):
   -N                   N records before the high watermark of each partition
                        (from the log start if it holds fewer)
   s@T                  at the first record at or after time T (ms since the
-                       epoch, or RFC 3339); also --timestamp T
+                       epoch, RFC 3339, or -DURATION ago: s@-1h); also
+                       --timestamp T
+  e@T                  (with a start, -o twice as kcat: -o s@-1h -o e@-5m)
+                       stop each partition before its first record at or
+                       after time T; exit once every partition did (or at
+                       the end with -e)
   --group G            resume from G's committed offsets unless -o says
                        otherwise, and commit the position after each printed
                        batch (so a kill -9 repeats at most the batch being
@@ -122,8 +127,9 @@ Output (-f, --format):
 	addClientFlags(c, &o.cf, retried|records)
 	f := c.Flags()
 	f.StringVarP(&o.topic, "topic", "t", "", "topic to consume (required)")
-	f.IntVarP(&o.partition, "partition", "p", 0, "only this partition (default: every partition)")
-	f.StringVarP(&o.offset, "offset", "o", "", "start at beginning, end, stored, N, -N or s@TIME")
+	f.IntVarP(&o.partition, "partition", "p", 0, "only this partition (default, or -1: every partition)")
+	f.StringArrayVarP(&o.offsets, "offset", "o", nil, "start at beginning, end, stored, N, -N or s@TIME; e@TIME: stop at TIME (-o twice)")
+	f.BoolVarP(&o.cf.quiet, "quiet", "q", false, "print records and errors only (no retry notices)")
 	f.StringVar(&o.timestamp, "timestamp", "", "start at the first record at or after this time (ms or RFC 3339)")
 	f.StringVarP(&o.group, "group", "g", "", "consumer group to resume from and commit to")
 	f.IntVarP(&o.count, "count", "c", 0, "exit after this many records")
@@ -205,9 +211,6 @@ func runConsume(cmd *cobra.Command, o consumeOpts) error {
 	default:
 		return usagef("--format %q: want plain, json or a template with %%-fields such as '%%s\\n'", o.format)
 	}
-	if fl.Changed("offset") && fl.Changed("timestamp") {
-		return usagef("--offset and --timestamp both say where to start; give one")
-	}
 	if fl.Changed("count") && o.count < 1 {
 		return usagef("--count %d: want 1 or more", o.count)
 	}
@@ -230,15 +233,32 @@ func runConsume(cmd *cobra.Command, o consumeOpts) error {
 	// Where a group with nothing committed starts is the client's
 	// default (earliest): the CLI and the Go client agree.
 	opts := []tlclient.ConsumerOption{tlclient.WithWait(o.wait)}
-	if fl.Changed("partition") {
+	onePartition := fl.Changed("partition") && o.partition != -1
+	if onePartition {
 		if o.partition < 0 {
-			return usagef("--partition %d: want 0 or more", o.partition)
+			return usagef("--partition %d: want 0 or more, or -1 (every partition)", o.partition)
 		}
 		opts = append(opts, tlclient.WithPartitions(o.partition))
 	}
-	var start startSpec
-	if fl.Changed("offset") {
-		if start, err = parseStart(o.offset); err != nil {
+	var (
+		start   startSpec
+		endTime = int64(-1) // e@T: stop before the first record at or after it
+		starts  int
+	)
+	for _, spec := range o.offsets {
+		if t, ok := strings.CutPrefix(spec, "e@"); ok {
+			if endTime >= 0 {
+				return usagef("--offset %q: e@ given twice", spec)
+			}
+			if endTime, err = parseTimestamp(t); err != nil {
+				return usagef("--offset %q: %v", spec, err)
+			}
+			continue
+		}
+		if starts++; starts > 1 {
+			return usagef("--offset given twice (%s): one start, and optionally e@TIME", strings.Join(o.offsets, ", "))
+		}
+		if start, err = parseStart(spec); err != nil {
 			return err
 		}
 	}
@@ -256,7 +276,13 @@ func runConsume(cmd *cobra.Command, o consumeOpts) error {
 	case "time":
 		opts = append(opts, tlclient.WithStartTimestamp(start.n))
 	}
+	if o.stream && endTime >= 0 {
+		return usagef("--stream and e@ together: e@ needs the polling consumer, leave --stream out")
+	}
 	if fl.Changed("timestamp") {
+		if starts > 0 {
+			return usagef("--offset and --timestamp both say where to start; give one")
+		}
 		ts, err := parseTimestamp(o.timestamp)
 		if err != nil {
 			return usagef("--timestamp: %v", err)
@@ -273,7 +299,7 @@ func runConsume(cmd *cobra.Command, o consumeOpts) error {
 	ctx, stop := signalContext(cmd.Context())
 	defer stop()
 	if start.kind == "relative" {
-		starts, err := relativeStarts(ctx, cl, o.topic, fl.Changed("partition"), o.partition, start.n)
+		starts, err := relativeStarts(ctx, cl, o.topic, onePartition, o.partition, start.n)
 		if err != nil {
 			if isInterrupt(ctx, err) {
 				return o.interrupted(ctx, 0)
@@ -336,7 +362,7 @@ func runConsume(cmd *cobra.Command, o consumeOpts) error {
 		}
 		return nil
 	}
-	runErr = consumeLoop(ctx, k, w, o, &pr, end, &printed)
+	runErr = consumeLoop(ctx, k, w, o, &pr, end, endTime, &printed)
 	flushErr := w.Flush()
 
 	// Commit what was printed, even after an interrupt.
@@ -393,17 +419,27 @@ func relativeStarts(ctx context.Context, cl *tlclient.Client, topic string, give
 
 // consumeLoop polls and prints until a stop condition, an error, or ctx
 // ends (an interrupt: consumeLoop returns ctx's error).
-func consumeLoop(ctx context.Context, k *tlclient.Consumer, w *bufio.Writer, o consumeOpts, pr *printer, end map[int]int64, printed *int) error {
+func consumeLoop(ctx context.Context, k *tlclient.Consumer, w *bufio.Writer, o consumeOpts, pr *printer, end map[int]int64, endTime int64, printed *int) error {
+	timeDone := map[int]bool{} // partitions that reached e@T
 	done := func() bool {
 		if o.count > 0 && *printed >= o.count {
 			return true
+		}
+		if endTime >= 0 {
+			all := true
+			for _, p := range k.Partitions() {
+				all = all && timeDone[p]
+			}
+			if all {
+				return true
+			}
 		}
 		if end == nil {
 			return false
 		}
 		for p, hw := range end {
 			// A partition the group moved to another member is that one's to finish.
-			if pos, ok := k.Position(p); ok && pos < hw {
+			if pos, ok := k.Position(p); ok && pos < hw && !timeDone[p] {
 				return false
 			}
 		}
@@ -418,12 +454,19 @@ func consumeLoop(ctx context.Context, k *tlclient.Consumer, w *bufio.Writer, o c
 		if err != nil {
 			return err
 		}
+		n := 0
 		for i := range msgs {
-			if err := pr.print(w, &msgs[i]); err != nil {
+			m := &msgs[i]
+			if endTime >= 0 && (timeDone[m.Partition] || m.Timestamp >= endTime) {
+				timeDone[m.Partition] = true
+				continue
+			}
+			if err := pr.print(w, m); err != nil {
 				return fmt.Errorf("write output: %w", err)
 			}
+			n++
 		}
-		*printed += len(msgs)
+		*printed += n
 		// Flush each batch: a tail shows records as they come, and a
 		// committed offset never covers a record not yet written.
 		if err := w.Flush(); err != nil {
