@@ -85,6 +85,9 @@ func TestCLIGroupsAndTopicsAlter(t *testing.T) {
 	if !strings.Contains(out, `"timestamp_type":"create"`) {
 		t.Fatalf("create --timestamp-type:\n%s", out)
 	}
+	if out := mustCLI(t, nil, "topics", "describe", "events", "--url", s.url); !strings.Contains(out, "TIMESTAMP_TYPE") || !strings.Contains(out, "1                    create") {
+		t.Fatalf("topics describe shows no timestamp type:\n%s", out)
+	}
 	if r := cli(t, nil, "topics", "create", "x", "--timestamp-type", "log", "--url", s.url); r.code == 0 {
 		t.Fatal("create --timestamp-type log: exit 0")
 	}
