@@ -10,8 +10,13 @@ DATA_DIR ?=
 .PHONY: run unit test vet lint staticcheck fmt-check build build-functions cli bench bench-all clean simulate
 
 ## run: start tierlog locally on the embedded default (no AWS needed)
+# The server replaces the recipe's shell (exec), so make's child is the
+# server itself: `make run & ... kill $$!` stops it (make passes SIGTERM to
+# its child; `go run` would leave its own child running, holding the port).
+RUN_BIN ?= bin/tierlog
 run:
-	$(GO) run ./cmd/tierlog serve $(if $(LISTEN),--listen $(LISTEN)) $(if $(DATA_DIR),--data-dir $(DATA_DIR))
+	$(GO) build -o $(RUN_BIN) ./cmd/tierlog
+	exec $(RUN_BIN) serve $(if $(LISTEN),--listen $(LISTEN)) $(if $(DATA_DIR),--data-dir $(DATA_DIR))
 
 ## unit: the development loop: every test that needs no Node.js and starts no program but the go command, with the race detector (-short skips the others; UNIT_SIM_SEEDS simulation seeds)
 UNIT_SIM_SEEDS ?= 200

@@ -21,7 +21,7 @@ func TestCLIHeadersAndTimestamps(t *testing.T) {
 		mustCLI(t, []byte("c\n"), append([]string{"produce", "-t", "ev", "-p", "0", "--timestamp", "1000", u}, mode...)...)
 	}
 	for _, mode := range [][]string{nil, {"--binary"}} {
-		out := mustCLI(t, nil, append([]string{"consume", "-t", "ev", "-p", "0", "-e", "-J", u}, mode...)...)
+		out := mustCLI(t, nil, append([]string{"consume", "-t", "ev", "-p", "0", "-e", "--format", "json", u}, mode...)...)
 		lines := strings.Split(strings.TrimSpace(out), "\n")
 		if len(lines) != 6 {
 			t.Fatalf("%v: %d lines: %s", mode, len(lines), out)
@@ -51,6 +51,15 @@ func TestCLIHeadersAndTimestamps(t *testing.T) {
 					t.Errorf("%v line %d: %s", mode, i, l)
 				}
 			}
+		}
+		// -J: kcat's envelope, headers a flat list, tstype of the topic.
+		kc := strings.Split(strings.TrimSpace(mustCLI(t, nil, append([]string{"consume", "-t", "ev", "-p", "0", "-e", "-J", u}, mode...)...)), "\n")
+		wantKcat := []string{
+			`{"topic":"ev","partition":0,"offset":0,"tstype":"create","ts":1796183700000,"broker":-1,"headers":["trace-id","abc","trace-id",null,"empty","","eq","x=y"],"key":null,"payload":"a"}`,
+			`{"topic":"ev","partition":0,"offset":2,"tstype":"create","ts":1000,"broker":-1,"key":null,"payload":"c"}`,
+		}
+		if len(kc) != 6 || kc[0] != wantKcat[0] || kc[2] != wantKcat[1] {
+			t.Errorf("%v -J:\n%s\nwant lines 0 and 2:\n%s", mode, strings.Join(kc, "\n"), strings.Join(wantKcat, "\n"))
 		}
 		got := mustCLI(t, nil, append([]string{"consume", "-t", "ev", "-p", "0", "-c", "3", "-f", `%s %T %H [%h]\n`, u}, mode...)...)
 		want := "a 1796183700000 4 [trace-id=abc,trace-id,empty=,eq=x=y]\nb 1796183700000 4 [trace-id=abc,trace-id,empty=,eq=x=y]\nc 1000 0 []\n"

@@ -5,9 +5,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -34,7 +37,7 @@ func TestCLIKcat(t *testing.T) {
 	for {
 		// Wait out the millisecond of the first run, so s@T can tell
 		// the runs apart.
-		out := mustCLI(t, nil, "consume", "-t", "k", "-p", "0", "-o", "2", "-J", u)
+		out := mustCLI(t, nil, "consume", "-t", "k", "-p", "0", "-o", "2", "-e", "--format", "json", u)
 		if err := json.Unmarshal([]byte(out), &firstOfSecond); err != nil {
 			t.Fatal(err)
 		}
@@ -48,7 +51,7 @@ func TestCLIKcat(t *testing.T) {
 		var r struct {
 			Timestamp int64 `json:"timestamp"`
 		}
-		json.Unmarshal([]byte(mustCLI(t, nil, "consume", "-t", "k", "-p", "0", "-o", "3", "-c", "1", "-J", u)), &r)
+		json.Unmarshal([]byte(mustCLI(t, nil, "consume", "-t", "k", "-p", "0", "-o", "3", "-c", "1", "--format", "json", u)), &r)
 		return r.Timestamp
 	}()
 	mustCLI(t, nil, "groups", "commit", "--group", "g", "--topic", "k", "--partition", "0", "--offset", "4", u)
@@ -70,6 +73,10 @@ func TestCLIKcat(t *testing.T) {
 		{"-o -N beyond the log start", []string{"-p", "1", "-o", "-100"}, lines("w0", "w1", "w2")},
 		{"-o s@ms", []string{"-p", "0", "-o", fmt.Sprintf("s@%d", ts3)}, lines("v3", "v4", "v5")},
 		{"-o s@RFC3339 in the future", []string{"-p", "0", "-e", "-o", "s@" + time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}, ""},
+		{"-o s@-1h (relative)", []string{"-p", "1", "-o", "s@-1h"}, lines("w0", "w1", "w2")},
+		{"-o e@T stops before T", []string{"-p", "0", "-o", "beginning", "-o", fmt.Sprintf("e@%d", ts3)}, lines("v0", "v1", "v2")},
+		{"-p -1 is every partition", []string{"-p", "-1", "-o", "-1", "-f", `%p:%s\n`}, "0:v5\n1:w2\n"},
+		{"-q", []string{"-p", "1", "-q", "-c", "1"}, lines("w0")},
 		{"-c", []string{"-p", "0", "-c", "2"}, lines("v0", "v1")},
 		{"-c with -e stops at the end", []string{"-p", "1", "-c", "10", "-e"}, lines("w0", "w1", "w2")},
 		{"-e", []string{"-p", "1", "-e"}, lines("w0", "w1", "w2")},
@@ -81,8 +88,8 @@ func TestCLIKcat(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			out := mustCLI(t, nil, append([]string{"consume", "-t", "k", u}, c.args...)...)
-			if !slices.Contains(c.args, "-p") {
+			out := mustCLI(t, nil, append([]string{"consume", "-t", "k", "-e", u}, c.args...)...)
+			if !slices.Contains(c.args, "-p") || slices.Contains(c.args, "-1") {
 				// Partitions interleave in any order; each in order.
 				out, c.want = sortedLines(out), sortedLines(c.want)
 			}
@@ -93,18 +100,68 @@ func TestCLIKcat(t *testing.T) {
 	}
 
 	t.Run("-J", func(t *testing.T) {
+		// kcat's envelope: jq .payload pipelines work unchanged.
 		out := mustCLI(t, nil, "consume", "-t", "k", "-p", "1", "-c", "1", "-J", u)
+		want := `{"topic":"k","partition":1,"offset":0,"tstype":"logappend","ts":` // then the time
+		if !strings.HasPrefix(out, want) || !strings.HasSuffix(out, `,"broker":-1,"key":null,"payload":"w0"}`+"\n") {
+			t.Errorf("-J printed %s, want kcat's fields: %s...", out, want)
+		}
 		var r map[string]any
 		if err := json.Unmarshal([]byte(out), &r); err != nil {
 			t.Fatal(err)
 		}
-		for _, k := range []string{"topic", "partition", "offset", "timestamp", "key", "value"} {
-			if _, ok := r[k]; !ok {
-				t.Errorf("JSON line %s has no %q", out, k)
-			}
+		if len(r) != 8 || r["payload"] != "w0" {
+			t.Errorf("-J line %s: want topic, partition, offset, tstype, ts, broker, key, payload", out)
 		}
-		if r["topic"] != "k" || r["value"] != "w0" || r["key"] != nil {
-			t.Errorf("JSON line %s", out)
+		// --format json is the HTTP API's record shape.
+		out = mustCLI(t, nil, "consume", "-t", "k", "-p", "1", "-c", "1", "--format", "json", u)
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r["topic"] != "k" || r["value"] != "w0" || r["key"] != nil || r["timestamp"] == nil {
+			t.Errorf("--format json line %s", out)
+		}
+	})
+
+	t.Run("-b HOST:PORT and TIERLOG_URL=HOST:PORT", func(t *testing.T) {
+		hostPort := strings.TrimPrefix(s.url, "http://")
+		if out := mustCLI(t, nil, "consume", "-b", hostPort, "-t", "k", "-p", "1", "-e"); out != lines("w0", "w1", "w2") {
+			t.Errorf("-b %s: %q", hostPort, out)
+		}
+		cmd := exec.Command(tierlogBinary(t), "consume", "k", "-p", "1", "-c", "1")
+		cmd.Env = append(cliEnv(), "TIERLOG_URL="+hostPort)
+		if out, err := cmd.Output(); err != nil || string(out) != "w0\n" {
+			t.Errorf("TIERLOG_URL=%s consume k: %v %q", hostPort, err, out)
+		}
+	})
+
+	t.Run("follows by default", func(t *testing.T) {
+		// No -e and no -c: the records there, then new ones as they
+		// come, until SIGINT (exit 0, as kcat).
+		cmd := exec.Command(tierlogBinary(t), "consume", "-t", "k", "-p", "1", u)
+		cmd.Env = cliEnv()
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		stuck := time.AfterFunc(60*time.Second, func() { cmd.Process.Kill() })
+		defer stuck.Stop()
+		sc := bufio.NewScanner(stdout)
+		var got []string
+		for len(got) < 3 && sc.Scan() {
+			got = append(got, sc.Text())
+		}
+		mustCLI(t, []byte("w3\n"), "produce", "-t", "k", "-p", "1", u)
+		if sc.Scan() {
+			got = append(got, sc.Text())
+		}
+		cmd.Process.Signal(syscall.SIGINT)
+		err = cmd.Wait()
+		if err != nil || strings.Join(got, ",") != "w0,w1,w2,w3" {
+			t.Fatalf("consume without -e: %v, printed %q", err, got)
 		}
 	})
 
@@ -138,13 +195,13 @@ func TestCLIKcat(t *testing.T) {
 	t.Run("produce -Z", func(t *testing.T) {
 		mustCLI(t, nil, "topics", "create", "z", u)
 		mustCLI(t, []byte("a\n\nk1\t\nk2\tv\n"), "produce", "-t", "z", "-Z", "-K", `\t`, u)
-		out := mustCLI(t, nil, "consume", "-t", "z", "-f", `%k/%s/%S\n`, "-Z", u)
+		out := mustCLI(t, nil, "consume", "-t", "z", "-e", "-f", `%k/%s/%S\n`, "-Z", u)
 		if want := "NULL/a/1\nNULL/NULL/-1\nk1/NULL/-1\nk2/v/1\n"; out != want {
 			t.Errorf("produce -Z:\n%q\nwant\n%q", out, want)
 		}
 		// Without -Z an empty line is an empty value.
 		mustCLI(t, []byte("\n"), "produce", "-t", "z", u)
-		if out := mustCLI(t, nil, "consume", "-t", "z", "-o", "-1", "-f", `%S\n`, u); out != "0\n" {
+		if out := mustCLI(t, nil, "consume", "-t", "z", "-e", "-o", "-1", "-f", `%S\n`, u); out != "0\n" {
 			t.Errorf("an empty line without -Z: length %q, want 0", out)
 		}
 	})
@@ -153,7 +210,7 @@ func TestCLIKcat(t *testing.T) {
 		mustCLI(t, nil, "topics", "create", "d", u)
 		mustCLI(t, []byte("a|b||c"), "produce", "-t", "d", "-D", "|", u)
 		mustCLI(t, []byte("line 1\nline 2\n--\nsecond\n--\n"), "produce", "-t", "d", "-D", `\n--\n`, u)
-		out := mustCLI(t, nil, "consume", "-t", "d", "-J", u)
+		out := mustCLI(t, nil, "consume", "-t", "d", "-e", "--format", "json", u)
 		var got []string
 		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
 			var r struct{ Value string }
@@ -165,10 +222,39 @@ func TestCLIKcat(t *testing.T) {
 		}
 	})
 
+	t.Run("produce FILE is one record, -l splits it", func(t *testing.T) {
+		mustCLI(t, nil, "topics", "create", "files", u)
+		bin := make([]byte, 3000)
+		for i := range bin {
+			bin[i] = byte(i * 7) // newlines, NULs and bytes that are not UTF-8
+		}
+		dir := t.TempDir()
+		f := filepath.Join(dir, "blob.bin")
+		txt := filepath.Join(dir, "lines.txt")
+		os.WriteFile(f, bin, 0o644)
+		os.WriteFile(txt, []byte("l1\nl2\n"), 0o644)
+		if out := mustCLI(t, nil, "produce", "-t", "files", "-k", "blob", "-q", f, u); out != "" {
+			t.Errorf("produce -q printed %q", out)
+		}
+		mustCLI(t, nil, "produce", "-t", "files", "-l", txt, u)
+		out := mustCLI(t, nil, "consume", "-t", "files", "-e", "-f", `%k|%S\n`, u)
+		if out != "blob|3000\n|2\n|2\n" {
+			t.Errorf("a 3000-byte FILE, then -l with two lines: %q, want one record of 3000 bytes, then two", out)
+		}
+		raw := mustCLI(t, nil, "consume", "-t", "files", "-c", "1", "-D", "", u)
+		if raw != string(bin) {
+			t.Errorf("the file came back altered: %d bytes", len(raw))
+		}
+		// -T echoes what it sends; -p -1 routes as without -p.
+		if out := mustCLI(t, []byte("t1\nt2\n"), "produce", "-t", "files", "-T", "-p", "-1", u); out != "t1\nt2\n" {
+			t.Errorf("produce -T printed %q", out)
+		}
+	})
+
 	t.Run("produce -K", func(t *testing.T) {
 		mustCLI(t, nil, "topics", "create", "kk", u)
 		mustCLI(t, []byte("a:1\nb:2\n"), "produce", "-t", "kk", "-K", ":", u)
-		if out := mustCLI(t, nil, "consume", "-t", "kk", "-f", `%k=%s;`, u); out != "a=1;b=2;" {
+		if out := mustCLI(t, nil, "consume", "-t", "kk", "-e", "-f", `%k=%s;`, u); out != "a=1;b=2;" {
 			t.Errorf("produce -K: %q", out)
 		}
 	})
@@ -185,6 +271,10 @@ func TestCLIKcat(t *testing.T) {
 		{"-e and --follow", []string{"consume", "-t", "k", "-e", "--follow", u}, "contradict"},
 		{"-J and another format", []string{"consume", "-t", "k", "-J", "-f", "plain", u}, "give one"},
 		{"empty delimiter", []string{"produce", "-t", "k", "-D", "", u}, "--delimiter is empty"},
+		{"-k and -K", []string{"produce", "-t", "k", "-k", "a", "-K", ":", u}, "give one"},
+		{"two starts", []string{"consume", "-t", "k", "-o", "1", "-o", "2", u}, "--offset given twice"},
+		{"bad e@", []string{"consume", "-t", "k", "-o", "e@soon", u}, `--offset "e@soon"`},
+		{"bad time ago", []string{"consume", "-t", "k", "-o", "s@-1fortnight", u}, "-DURATION ago"},
 	} {
 		t.Run("usage: "+c.name, func(t *testing.T) {
 			r := cli(t, nil, c.args...)

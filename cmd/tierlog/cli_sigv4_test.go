@@ -277,7 +277,7 @@ func TestCLISigV4(t *testing.T) {
 	must(cliEnvRun(t, env, "a\nb\nc\n", "produce", "--topic", "signed", "--partition", "1", "--url", hs.URL, "--sigv4", "--region", "eu-west-1"), "produce")
 	// Binary bodies are signed too.
 	must(cliEnvRun(t, env, "d\n", "produce", "--binary", "--topic", "signed", "--partition", "1", "--url", hs.URL, "--sigv4", "--region", "eu-west-1"), "produce --binary")
-	out := must(cliEnvRun(t, env, "", "consume", "--topic", "signed", "--partition", "1", "-o", "beginning", "--url", hs.URL, "--sigv4", "--region", "eu-west-1"), "consume")
+	out := must(cliEnvRun(t, env, "", "consume", "--topic", "signed", "--partition", "1", "-o", "beginning", "-e", "--url", hs.URL, "--sigv4", "--region", "eu-west-1"), "consume")
 	if out.stdout != "a\nb\nc\nd\n" {
 		t.Fatalf("consume through the gate: %q", out.stdout)
 	}

@@ -111,7 +111,7 @@ func TestCLIRoundTrip(t *testing.T) {
 		if p == 2 {
 			mustCLI(t, data, args...) // stdin
 		} else {
-			mustCLI(t, nil, append(args, file)...)
+			mustCLI(t, nil, append(args, "-l", file)...) // -l: a FILE's lines, not the FILE as one record
 		}
 		for _, fmtMode := range [][]string{nil, {"--binary"}} {
 			out := mustCLI(t, nil, append([]string{"consume", "--url", s.url, "--topic", "rt", "--partition", part, "--offset", "0", "--count", n}, fmtMode...)...)
@@ -121,12 +121,12 @@ func TestCLIRoundTrip(t *testing.T) {
 		}
 	}
 	// Without --count or --follow, consume stops at the end of the log.
-	out := mustCLI(t, nil, "consume", "--url", s.url, "--topic", "rt", "--partition", "1")
+	out := mustCLI(t, nil, "consume", "--url", s.url, "--topic", "rt", "--partition", "1", "-e")
 	if out != string(data) {
 		t.Fatalf("consume to the end: %d bytes, want %d", len(out), len(data))
 	}
 	// Across partitions, from the start: every record once.
-	out = mustCLI(t, nil, "consume", "--url", s.url, "--topic", "rt", "--format", "json")
+	out = mustCLI(t, nil, "consume", "--url", s.url, "--topic", "rt", "--format", "json", "-e")
 	if lines := strings.Count(out, "\n"); lines != 3*2500 {
 		t.Fatalf("consume all partitions: %d lines, want %d", lines, 3*2500)
 	}
@@ -139,7 +139,7 @@ func TestCLIKeySeparator(t *testing.T) {
 	mustCLI(t, nil, "topics", "create", "keys", "--url", s.url)
 	in := "k1\tv1\nno key here\nk2\tv2\twith a tab\n\tempty key\n"
 	mustCLI(t, []byte(in), "produce", "--url", s.url, "--topic", "keys", "--key-separator", `\t`)
-	out := mustCLI(t, nil, "consume", "--url", s.url, "--topic", "keys", "--format", "json")
+	out := mustCLI(t, nil, "consume", "--url", s.url, "--topic", "keys", "--format", "json", "-e")
 	type rec struct {
 		Key   *string `json:"key"`
 		Value *string `json:"value"`
@@ -168,7 +168,7 @@ func TestCLIKeySeparator(t *testing.T) {
 		}
 	}
 	// Plain output with a separator prints key SEP value.
-	out = mustCLI(t, nil, "consume", "--url", s.url, "--topic", "keys", "-K", "=")
+	out = mustCLI(t, nil, "consume", "--url", s.url, "--topic", "keys", "-K", "=", "-e")
 	if want := "k1=v1\n=no key here\nk2=v2\twith a tab\n=empty key\n"; out != want {
 		t.Errorf("plain with separator:\n%q\nwant\n%q", out, want)
 	}
@@ -240,7 +240,7 @@ func TestCLIFollow(t *testing.T) {
 		t.Fatalf("group after the tail:\n%s", out)
 	}
 	mustCLI(t, []byte("after\n"), "produce", "--url", s.url, "--topic", "tail")
-	if out := mustCLI(t, nil, "consume", "--url", s.url, "--topic", "tail", "--group", "g"); out != "after\n" {
+	if out := mustCLI(t, nil, "consume", "--url", s.url, "--topic", "tail", "--group", "g", "-e"); out != "after\n" {
 		t.Fatalf("the group resumed with %q, want only the new record", out)
 	}
 }
@@ -378,16 +378,17 @@ func TestCLIErrors(t *testing.T) {
 		{"missing topic", nil, []string{"consume", "--url", s.url}, 2, "--topic is required"},
 		{"missing name", nil, []string{"topics", "create", "--url", s.url}, 2, "accepts 1 arg(s), received 0"},
 		{"extra args", nil, []string{"topics", "delete", "a", "b", "--url", s.url}, 2, "accepts 1 arg(s), received 2"},
-		{"consume takes no args", nil, []string{"consume", "--topic", "e", "stray"}, 2, "unknown command \"stray\""},
+		{"consume takes one topic", nil, []string{"consume", "--topic", "e", "stray"}, 2, `topic "stray" and --topic "e": give one`},
 		{"segments needs a path", nil, []string{"segments", "verify"}, 2, "requires at least 1 arg(s)"},
 		{"bad offset", nil, []string{"consume", "--topic", "e", "--offset", "soon", "--url", s.url}, 2, `--offset "soon"`},
 		{"offset and timestamp", nil, []string{"consume", "--topic", "e", "--offset", "1", "--timestamp", "5", "--url", s.url}, 2, "give one"},
 		{"bad timestamp", nil, []string{"offsets", "--topic", "e", "--timestamp", "yesterday", "--url", s.url}, 2, "RFC 3339"},
 		{"bad format", nil, []string{"topics", "list", "--format", "xml", "--url", s.url}, 2, `--format "xml"`},
-		{"negative partition", nil, []string{"produce", "--topic", "e", "--partition", "-1", "--url", s.url}, 2, "--partition -1"},
+		{"negative partition", nil, []string{"produce", "--topic", "e", "--partition", "-2", "--url", s.url}, 2, "--partition -2"},
 		{"bad batch", nil, []string{"produce", "--topic", "e", "--batch-records", "0", "--url", s.url}, 2, "--batch-records 0"},
 		{"bad separator escape", nil, []string{"produce", "--topic", "e", "-K", `\q`, "--url", s.url}, 2, "unknown escape"},
-		{"bad url", nil, []string{"topics", "list", "--url", "localhost:8080"}, 2, "--url"},
+		{"bad url", nil, []string{"topics", "list", "--url", "ftp://localhost:8080"}, 2, "--url"},
+		{"bad port", nil, []string{"topics", "list", "-b", "localhost:http"}, 2, "--url"},
 		{"s3 without a key", nil, []string{"segments", "verify", "s3://bucket/"}, 2, "want s3://bucket/key"},
 		{"s3 prefix", nil, []string{"segments", "dump", "s3://bucket/topics/"}, 2, "want s3://bucket/key"},
 		{"group commit without offset", nil, []string{"groups", "commit", "--group", "g", "--topic", "e", "--partition", "0", "--url", s.url}, 2, "--offset is required"},
@@ -417,7 +418,7 @@ func TestCLIErrors(t *testing.T) {
 		})
 	}
 	// Nothing bad was stored along the way.
-	if out := mustCLI(t, nil, "consume", "--url", s.url, "--topic", "e"); out != "one\n" {
+	if out := mustCLI(t, nil, "consume", "--url", s.url, "--topic", "e", "-e"); out != "one\n" {
 		t.Fatalf("topic e holds %q after the refused commands", out)
 	}
 }

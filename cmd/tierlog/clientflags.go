@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"os/signal"
 	"strconv"
@@ -31,6 +30,7 @@ type clientFlags struct {
 	retryTimeout time.Duration
 	sigv4        bool
 	region       string
+	quiet        bool // -q of produce and consume: no notices on a terminal, only errors
 }
 
 // defaultRetryTimeout is --retry-timeout's default.
@@ -55,7 +55,7 @@ const (
 func addClientFlags(c *cobra.Command, f *clientFlags, which clientFlagSet) {
 	fl := c.Flags()
 	f.retryTimeout = defaultRetryTimeout
-	fl.StringVar(&f.url, "url", defaultURL, "base URL of the tierlog API")
+	fl.StringVarP(&f.url, "url", "b", defaultURL, "the tierlog API: a base URL, or HOST:PORT as kcat's -b (http://; https:// for an AWS host)")
 	bindEnv(c, "url")
 	if which&records != 0 {
 		fl.BoolVar(&f.binary, "binary", false, "send and receive binary batches (application/vnd.tierlog.batch.v1) instead of JSON")
@@ -73,7 +73,7 @@ func addClientFlags(c *cobra.Command, f *clientFlags, which clientFlagSet) {
 // newClient builds the client the flags describe.
 func (f *clientFlags) newClient() (*tlclient.Client, error) {
 	opts := []tlclient.Option{
-		tlclient.WithLogger(clientLogger(os.Stderr, isTerminal(os.Stderr), f.verbose)),
+		tlclient.WithLogger(clientLogger(os.Stderr, isTerminal(os.Stderr) && !f.quiet, f.verbose)),
 		tlclient.WithUserAgent("tierlog-cli"),
 		// A server never reached (not started, wrong --url) is an error
 		// at once, not after --retry-timeout.
@@ -123,7 +123,7 @@ func (f *clientFlags) sigv4Option(ctx context.Context) (tlclient.Option, error) 
 // urlRegion is REGION of an API Gateway URL, https://ID.execute-api.REGION.amazonaws.com[.cn]/...,
 // or "" for any other URL.
 func urlRegion(raw string) string {
-	u, err := url.Parse(raw)
+	u, err := tlclient.ParseURL(raw)
 	if err != nil {
 		return ""
 	}
@@ -260,17 +260,30 @@ func unescape(s string) (string, error) {
 	return b.String(), nil
 }
 
-// parseTimestamp reads milliseconds since the epoch, or an RFC 3339 time.
+// parseTimestamp reads milliseconds since the epoch, an RFC 3339 time, or
+// a time relative to now: -DURATION, that long ago (-1h, -90m, -30s).
 func parseTimestamp(s string) (int64, error) {
+	return parseTimestampAt(s, time.Now())
+}
+
+// parseTimestampAt is parseTimestamp with now given.
+func parseTimestampAt(s string, now time.Time) (int64, error) {
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
 		if n < 0 {
-			return 0, fmt.Errorf("timestamp %d is negative", n)
+			return 0, fmt.Errorf("timestamp %d is negative (a time ago is a duration: -1h)", n)
 		}
 		return n, nil
 	}
+	if ago, ok := strings.CutPrefix(s, "-"); ok {
+		d, err := time.ParseDuration(ago)
+		if err != nil || d < 0 {
+			return 0, fmt.Errorf("timestamp %q: want -DURATION ago such as -1h, -15m or -30s", s)
+		}
+		return max(now.Add(-d).UnixMilli(), 0), nil
+	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return 0, fmt.Errorf("timestamp %q: want milliseconds since the epoch or RFC 3339 (2025-01-02T15:04:05Z)", s)
+		return 0, fmt.Errorf("timestamp %q: want milliseconds since the epoch, RFC 3339 (2025-01-02T15:04:05Z) or -DURATION ago (-1h)", s)
 	}
 	return t.UnixMilli(), nil
 }

@@ -24,8 +24,8 @@ func TestCLIFollowStream(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--stream"}, "--stream needs --follow"},
-		{[]string{"--stream", "--follow", "--group", "g"}, "--stream needs --follow and no --group"},
+		{[]string{"--stream", "-e"}, "--stream follows the log: not with -e"},
+		{[]string{"--stream", "--follow", "--group", "g"}, "nor with --group"},
 	} {
 		r := cli(t, nil, append([]string{"consume", "--url", s.url, "--topic", "st"}, c.args...)...)
 		if r.code != 2 || !strings.Contains(r.stderr, c.want) {

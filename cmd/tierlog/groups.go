@@ -35,16 +35,20 @@ func newGroupsCommitCmd() *cobra.Command {
 		metadata  string
 	)
 	c := &cobra.Command{
-		Use:   "commit --group G --topic T --partition P --offset N|earliest|latest",
+		Use:   "commit GROUP --topic T --partition P --offset N|earliest|latest",
 		Short: "Set a group's committed offset for a partition",
 		Long: `Set a group's committed offset for one partition: the next offset to consume.
 It must lie between the partition's log start offset and its high watermark;
 earliest and latest name those two.`,
-		Example: `  tierlog groups commit --group billing --topic orders --partition 0 --offset 42
+		Example: `  tierlog groups commit billing --topic orders --partition 0 --offset 42
   tierlog groups commit --group billing --topic orders --partition 0 --offset latest`,
-		Args: checkArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			for _, r := range [][2]string{{"group", group}, {"topic", topic}, {"offset", offset}} {
+		Args: checkArgs(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			group, err := groupArg(cmd, args, group)
+			if err != nil {
+				return err
+			}
+			for _, r := range [][2]string{{"topic", topic}, {"offset", offset}} {
 				if err := requireFlag(cmd, r[0], r[1]); err != nil {
 					return err
 				}
@@ -80,7 +84,7 @@ earliest and latest name those two.`,
 	}
 	addClientFlags(c, &cf, retried)
 	f := c.Flags()
-	f.StringVarP(&group, "group", "g", "", "consumer group (required)")
+	f.StringVarP(&group, "group", "g", "", "consumer group (or the argument GROUP)")
 	f.StringVarP(&topic, "topic", "t", "", "topic (required)")
 	f.IntVarP(&partition, "partition", "p", 0, "partition (required)")
 	f.StringVarP(&offset, "offset", "o", "", "next offset to consume: a number, earliest or latest (required)")
@@ -96,17 +100,20 @@ func newGroupsShowCmd() *cobra.Command {
 		format string
 	)
 	c := &cobra.Command{
-		Use:   "show --group G --topic T",
-		Short: "Show a group's committed offsets for a topic, with lag",
-		Long: `Show a group's committed offset for each partition of a topic, with its lag:
-the high watermark minus the committed offset, the records the group has not
-consumed yet. Partitions the group never committed are not shown.`,
-		Args: checkArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			for _, r := range [][2]string{{"group", group}, {"topic", topic}} {
-				if err := requireFlag(cmd, r[0], r[1]); err != nil {
-					return err
-				}
+		Use:   "show GROUP [--topic T]",
+		Short: "Show a group's committed offsets, with lag",
+		Long: `Show a group's committed offset for each partition of a topic (--topic; every
+topic the group committed offsets for without it), with its lag: the high
+watermark minus the committed offset, the records the group has not consumed
+yet. Partitions the group never committed are not shown. A group the server
+does not know is an error (exit 1), as for 'groups describe' and 'groups delete'.`,
+		Example: `  tierlog groups show billing
+  tierlog groups show --group billing --topic orders --format json`,
+		Args: checkArgs(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			group, err := groupArg(cmd, args, group)
+			if err != nil {
+				return err
 			}
 			if err := outputFormat(format); err != nil {
 				return err
@@ -117,7 +124,7 @@ consumed yet. Partitions the group never committed are not shown.`,
 			}
 			ctx, cancel := requestContext(cmd.Context())
 			defer cancel()
-			gos, err := cl.GroupOffsets(ctx, group, topic)
+			gos, err := showOffsets(ctx, cl, group, topic)
 			if err != nil {
 				return err
 			}
@@ -126,19 +133,67 @@ consumed yet. Partitions the group never committed are not shown.`,
 				return writeJSONLines(w, gos)
 			}
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "PARTITION\tOFFSET\tLAG\tMETADATA")
+			fmt.Fprintln(tw, "TOPIC\tPARTITION\tOFFSET\tLAG\tMETADATA")
 			for _, g := range gos {
-				fmt.Fprintf(tw, "%d\t%d\t%d\t%s\n", g.Partition, g.Offset, g.Lag, strconv.Quote(g.Metadata))
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", g.Topic, g.Partition, g.Offset, g.Lag, strconv.Quote(g.Metadata))
 			}
 			return tw.Flush()
 		},
 	}
 	addClientFlags(c, &cf, retried)
 	f := c.Flags()
-	f.StringVarP(&group, "group", "g", "", "consumer group (required)")
-	f.StringVarP(&topic, "topic", "t", "", "topic (required)")
+	f.StringVarP(&group, "group", "g", "", "consumer group (or the argument GROUP)")
+	f.StringVarP(&topic, "topic", "t", "", "only this topic (default: every topic the group committed offsets for)")
 	f.StringVar(&format, "format", "plain", "output format: plain or json")
 	return c
+}
+
+// showOffsets is groups show's offsets: of topic, or of every topic the
+// group has offsets for. A group the server does not know is an error.
+func showOffsets(ctx context.Context, cl *tlclient.Client, group, topic string) ([]tlclient.GroupOffset, error) {
+	if topic != "" {
+		gos, err := cl.GroupOffsets(ctx, group, topic)
+		if err != nil || len(gos) > 0 {
+			return gos, err
+		}
+	}
+	// Nothing for the topic (or no topic given): does the group exist?
+	d, err := cl.DescribeGroup(ctx, group)
+	if tlclient.IsCode(err, tlclient.CodeGroupNotFound) {
+		return nil, groupNotFound(group)
+	}
+	if err != nil || topic != "" {
+		return nil, err
+	}
+	var offs []tlclient.GroupOffset
+	for _, t := range d.OffsetTopics {
+		gos, err := cl.GroupOffsets(ctx, group, t)
+		if err != nil && !isTopicNotFound(err) {
+			return nil, err
+		}
+		offs = append(offs, gos...)
+	}
+	return offs, nil
+}
+
+// groupArg is the group a groups subcommand names: its one argument or
+// --group (-g), either way; both must agree.
+func groupArg(c *cobra.Command, args []string, flag string) (string, error) {
+	switch {
+	case len(args) == 1 && flag != "" && flag != args[0]:
+		return "", usagef("group %q and --group %q: give one", args[0], flag)
+	case len(args) == 1:
+		return args[0], nil
+	case flag != "":
+		return flag, nil
+	}
+	return "", usagef("a group is required: %s GROUP, or --group GROUP (see '%s --help')", c.CommandPath(), c.CommandPath())
+}
+
+// groupNotFound is the error for a group the server does not know: the
+// same for every groups subcommand.
+func groupNotFound(group string) error {
+	return fmt.Errorf("group %q not found (tierlog groups list shows the groups)", group)
 }
 
 // parseOffsetFlag reads --offset: a non-negative number, or earliest /
@@ -218,12 +273,17 @@ func newGroupsDescribeCmd() *cobra.Command {
 	var (
 		cf     clientFlags
 		format string
+		group  string
 	)
 	c := &cobra.Command{
 		Use:   "describe GROUP",
 		Short: "Show a group's members, their assignments, and its offsets with lag",
-		Args:  checkArgs(cobra.ExactArgs(1)),
+		Args:  checkArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			group, err := groupArg(cmd, args, group)
+			if err != nil {
+				return err
+			}
 			if err := outputFormat(format); err != nil {
 				return err
 			}
@@ -233,7 +293,10 @@ func newGroupsDescribeCmd() *cobra.Command {
 			}
 			ctx, cancel := requestContext(cmd.Context())
 			defer cancel()
-			d, err := cl.DescribeGroup(ctx, args[0])
+			d, err := cl.DescribeGroup(ctx, group)
+			if tlclient.IsCode(err, tlclient.CodeGroupNotFound) {
+				return groupNotFound(group)
+			}
 			if err != nil {
 				return err
 			}
@@ -278,6 +341,7 @@ func newGroupsDescribeCmd() *cobra.Command {
 	}
 	addClientFlags(c, &cf, retried)
 	c.Flags().StringVar(&format, "format", "plain", "output format: plain or json")
+	c.Flags().StringVarP(&group, "group", "g", "", "consumer group (or the argument GROUP)")
 	return c
 }
 
@@ -295,30 +359,43 @@ func joinInts(ps []int) string {
 }
 
 func newGroupsDeleteCmd() *cobra.Command {
-	var cf clientFlags
+	var (
+		cf    clientFlags
+		group string
+	)
 	c := &cobra.Command{
 		Use:   "delete GROUP",
 		Short: "Delete a group: its committed offsets and its membership",
 		Long: `Delete a group: every committed offset and its membership. Members still
 running find themselves unknown at their next heartbeat and join again.`,
-		Args: checkArgs(cobra.ExactArgs(1)),
+		Args: checkArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			group, err := groupArg(cmd, args, group)
+			if err != nil {
+				return err
+			}
 			cl, err := cf.newClient()
 			if err != nil {
 				return err
 			}
 			ctx, cancel := requestContext(cmd.Context())
 			defer cancel()
-			return cl.DeleteGroup(ctx, args[0])
+			err = cl.DeleteGroup(ctx, group)
+			if tlclient.IsCode(err, tlclient.CodeGroupNotFound) {
+				return groupNotFound(group)
+			}
+			return err
 		},
 	}
 	addClientFlags(c, &cf, retried)
+	c.Flags().StringVarP(&group, "group", "g", "", "consumer group (or the argument GROUP)")
 	return c
 }
 
 func newGroupsResetCmd() *cobra.Command {
 	var (
 		cf         clientFlags
+		group      string
 		topic      string
 		to         string
 		timestamp  string
@@ -336,8 +413,12 @@ consumers first. Prints the offsets as 'groups show' does.`,
 		Example: `  tierlog groups reset billing --topic orders --to earliest
   tierlog groups reset billing --topic orders --to 42 --partitions 0
   tierlog groups reset billing --topic orders --timestamp 2026-01-02T15:04:05Z`,
-		Args: checkArgs(cobra.ExactArgs(1)),
+		Args: checkArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			group, err := groupArg(cmd, args, group)
+			if err != nil {
+				return err
+			}
 			if err := requireFlag(cmd, "topic", topic); err != nil {
 				return err
 			}
@@ -374,7 +455,7 @@ consumers first. Prints the offsets as 'groups show' does.`,
 			}
 			ctx, cancel := requestContext(cmd.Context())
 			defer cancel()
-			gos, err := cl.ResetGroupOffsets(ctx, args[0], topic, r)
+			gos, err := cl.ResetGroupOffsets(ctx, group, topic, r)
 			if err != nil {
 				return err
 			}
@@ -392,6 +473,7 @@ consumers first. Prints the offsets as 'groups show' does.`,
 	}
 	addClientFlags(c, &cf, retried)
 	f := c.Flags()
+	f.StringVarP(&group, "group", "g", "", "consumer group (or the argument GROUP)")
 	f.StringVarP(&topic, "topic", "t", "", "topic (required)")
 	f.StringVar(&to, "to", "", "earliest, latest or an offset")
 	f.StringVar(&timestamp, "timestamp", "", "the first record at or after this time: ms since the epoch or RFC 3339")

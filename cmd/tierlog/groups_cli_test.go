@@ -15,7 +15,7 @@ func TestCLIGroupsAndTopicsAlter(t *testing.T) {
 	mustCLI(t, []byte("a\nb\nc\n"), "produce", "--url", s.url, "--topic", "orders", "--partition", "0")
 	// A consumer of the group reads to the end and commits (it joins and
 	// leaves the group on the way).
-	if out := mustCLI(t, nil, "consume", "--url", s.url, "--topic", "orders", "--group", "billing"); out != "a\nb\nc\n" {
+	if out := mustCLI(t, nil, "consume", "--url", s.url, "--topic", "orders", "--group", "billing", "-e"); out != "a\nb\nc\n" {
 		t.Fatalf("consume --group printed %q", out)
 	}
 	if out := mustCLI(t, nil, "groups", "list", "--url", s.url); !strings.Contains(out, "billing  0") {
@@ -29,7 +29,7 @@ func TestCLIGroupsAndTopicsAlter(t *testing.T) {
 	if !strings.Contains(out, "0          1       2") {
 		t.Fatalf("groups reset --to 1:\n%s", out)
 	}
-	if out := mustCLI(t, nil, "consume", "--url", s.url, "--topic", "orders", "--group", "billing"); out != "b\nc\n" {
+	if out := mustCLI(t, nil, "consume", "--url", s.url, "--topic", "orders", "--group", "billing", "-e"); out != "b\nc\n" {
 		t.Fatalf("consume after the reset printed %q", out)
 	}
 	if r := cli(t, nil, "groups", "reset", "billing", "--url", s.url, "--topic", "orders", "--to", "9", "--partitions", "0"); r.code == 0 || !strings.Contains(r.stderr, "offset_out_of_range") && !strings.Contains(r.stderr, "out of range") {
@@ -38,8 +38,36 @@ func TestCLIGroupsAndTopicsAlter(t *testing.T) {
 	if r := cli(t, nil, "groups", "reset", "billing", "--url", s.url, "--topic", "orders"); r.code == 0 {
 		t.Fatalf("reset without --to: exit 0")
 	}
+	// GROUP or --group, on every subcommand.
+	for _, args := range [][]string{
+		{"groups", "describe", "--group", "billing"},
+		{"groups", "show", "billing", "--topic", "orders"},
+		{"groups", "show", "-g", "billing"},
+	} {
+		if out := mustCLI(t, nil, append(args, "--url", s.url)...); !strings.Contains(out, "orders") || !strings.Contains(out, "  1  ") {
+			t.Errorf("tierlog %v:\n%s", args, out)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"groups", "show", "billing", "--group", "other"}, 2, `group "billing" and --group "other": give one`},
+		{[]string{"groups", "show"}, 2, "a group is required"},
+		{[]string{"groups", "delete"}, 2, "a group is required"},
+		// An unknown group is an error the same way everywhere.
+		{[]string{"groups", "show", "nosuchgroup"}, 1, `group "nosuchgroup" not found`},
+		{[]string{"groups", "show", "--group", "nosuchgroup", "--topic", "orders"}, 1, `group "nosuchgroup" not found`},
+		{[]string{"groups", "describe", "nosuchgroup"}, 1, `group "nosuchgroup" not found`},
+		{[]string{"groups", "delete", "--group", "nosuchgroup"}, 1, `group "nosuchgroup" not found`},
+	} {
+		if r := cli(t, nil, append(c.args, "--url", s.url)...); r.code != c.code || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("tierlog %v: exit %d, stderr %q; want exit %d and %q", c.args, r.code, r.stderr, c.code, c.want)
+		}
+	}
 	mustCLI(t, nil, "groups", "delete", "billing", "--url", s.url)
-	if r := cli(t, nil, "groups", "describe", "billing", "--url", s.url); r.code == 0 || !strings.Contains(r.stderr, "group") {
+	if r := cli(t, nil, "groups", "describe", "billing", "--url", s.url); r.code != 1 || !strings.Contains(r.stderr, `group "billing" not found`) {
 		t.Fatalf("describe after delete: exit %d, stderr %s", r.code, r.stderr)
 	}
 
@@ -56,6 +84,9 @@ func TestCLIGroupsAndTopicsAlter(t *testing.T) {
 	out = mustCLI(t, nil, "topics", "create", "events", "--timestamp-type", "create", "--url", s.url, "--format", "json")
 	if !strings.Contains(out, `"timestamp_type":"create"`) {
 		t.Fatalf("create --timestamp-type:\n%s", out)
+	}
+	if out := mustCLI(t, nil, "topics", "describe", "events", "--url", s.url); !strings.Contains(out, "TIMESTAMP_TYPE") || !strings.Contains(out, "1                    create") {
+		t.Fatalf("topics describe shows no timestamp type:\n%s", out)
 	}
 	if r := cli(t, nil, "topics", "create", "x", "--timestamp-type", "log", "--url", s.url); r.code == 0 {
 		t.Fatal("create --timestamp-type log: exit 0")

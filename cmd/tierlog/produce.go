@@ -39,18 +39,24 @@ type produceOpts struct {
 	expected     int64    // --expected-offset
 	headers      []string // --header key=value, repeatable
 	timestamp    string   // --timestamp: ms since the epoch or RFC 3339
+	lines        bool     // -l: split FILE arguments at the delimiter too
+	recordKey    string   // -k: the key of every record
+	quiet        bool     // -q: no summary line, no progress bar
+	tee          bool     // -T: echo each record sent to stdout
 }
 
 func newProduceCmd() *cobra.Command {
 	var o produceOpts
 	c := &cobra.Command{
-		Use:   "produce --topic T [--partition P] [--key-separator SEP] [FILE...]",
-		Short: "Produce records, one per line, from files or stdin",
-		Long: `Produce one record per line of each FILE in turn, or of stdin when there is
-no FILE or FILE is -. The newline ends a record and is not part of it; every
-other byte is kept as is (a carriage return before the newline included), and
-an empty line is an empty record. A last line without a newline is a record
-too. Lines longer than 1 MiB (the record limit) stop the command.
+		Use:   "produce --topic T [--partition P] [--key-separator SEP] [-l] [FILE...]",
+		Short: "Produce records: one per line of stdin, one per FILE",
+		Long: `Produce one record per line of stdin (no FILE, or FILE -), and, as kcat, one
+record per FILE, the whole file (at most 1 MiB, the record limit): a binary
+file is sent as it is. With -l (kcat's), each FILE is split into lines too.
+The newline ends a record and is not part of it; every other byte is kept as
+is (a carriage return before the newline included), and an empty line is an
+empty record. A last line without a newline is a record too. Lines longer
+than 1 MiB stop the command.
 
 With --key-separator (-K), each line is split at the first SEP into key and
 value; a line without SEP has no key. With --delimiter (-D) records end at
@@ -58,8 +64,9 @@ DELIM instead of a newline (a multi-line record: -D '\n--\n'). With -Z an
 empty value is null: an empty line is a tombstone, and with -K "key SEP" is
 the key's tombstone. SEP and DELIM may use the escapes \t \n \r \0 \\.
 
-Records go to --partition, or else are routed like the server does: by the
-key's hash, round-robin without a key. They are sent in batches per
+Records go to --partition, or else (or with -p -1, kcat's "any partition")
+are routed like the server does: by the key's hash, round-robin without a
+key. -k KEY gives every record the key KEY. They are sent in batches per
 partition, in order, retrying while the server answers 503 or the connection
 is lost. Every batch carries its own Idempotency-Key, which its retries
 reuse, so a retry after an unknown outcome does not store it twice. The
@@ -77,8 +84,12 @@ printed to stdout, one record a line, tab-separated.
 keys may repeat; "key" without "=" is a header with a null value).
 --timestamp T gives every record the event time T, milliseconds since the
 epoch or an RFC 3339 time (2026-12-02T03:55:00Z): the topic must have been
-created with --timestamp-type create, an append-time topic refuses it.`,
-		Example: `  tierlog produce --topic orders --partition 0 orders.txt
+created with --timestamp-type create, an append-time topic refuses it.
+
+-T echoes each record to stdout as it is sent (kcat's tee); -q prints nothing
+but errors (no summary line, no progress bar).`,
+		Example: `  tierlog produce --topic orders --partition 0 -l orders.txt    # one record per line
+  tierlog produce -b 127.0.0.1:8080 -t images -k cat.png cat.png  # the whole file, one record
   printf 'k1\thello\nk2\tworld\n' | tierlog produce --topic orders --key-separator '\t'
   printf 'k1\t\n' | tierlog produce -t orders -K '\t' -Z     # a tombstone for k1
   printf 'a|b|c' | tierlog produce -t orders -D '|'
@@ -92,7 +103,7 @@ created with --timestamp-type create, an append-time topic refuses it.`,
 	addClientFlags(c, &o.cf, retried|records)
 	f := c.Flags()
 	f.StringVarP(&o.topic, "topic", "t", "", "topic to produce to (required)")
-	f.IntVarP(&o.partition, "partition", "p", 0, "send every record to this partition (default: by key hash, else round-robin)")
+	f.IntVarP(&o.partition, "partition", "p", 0, "send every record to this partition (default, or -1: by key hash, else round-robin)")
 	f.StringVarP(&o.keySep, "key-separator", "K", "", "split each line into key and value at the first SEP")
 	f.StringVarP(&o.delim, "delimiter", "D", `\n`, "records end at this instead of a newline")
 	f.BoolVarP(&o.nullEmpty, "null-empty", "Z", false, "send an empty value as null (an empty line is a tombstone)")
@@ -103,25 +114,35 @@ created with --timestamp-type create, an append-time topic refuses it.`,
 	f.StringVar(&o.key, "idempotency-key", "", "send the whole input as one request with this Idempotency-Key (1 to 255 printable ASCII characters)")
 	f.Int64Var(&o.expected, "expected-offset", 0, "send the whole input as one request, appended only if the partition's high watermark is N (needs --partition)")
 	f.StringArrayVarP(&o.headers, "header", "H", nil, "add the header key=value to every record (repeatable; \"key\" alone: a null value)")
-	f.StringVar(&o.timestamp, "timestamp", "", "event time of every record: ms since the epoch or RFC 3339 (create-time topics only)")
+	f.StringVar(&o.timestamp, "timestamp", "", "event time of every record: ms since the epoch, RFC 3339, or -DURATION ago (create-time topics only)")
+	f.BoolVarP(&o.lines, "lines", "l", false, "split each FILE into records at the delimiter, as stdin (default: one record per FILE)")
+	f.StringVarP(&o.recordKey, "key", "k", "", "the key of every record")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "print nothing but errors")
+	f.BoolVarP(&o.tee, "tee", "T", false, "echo each record sent to stdout, as kcat -T")
 	return c
 }
 
-// input is one source of lines.
+// input is one source of records.
 type input struct {
-	name string
-	r    io.Reader
-	size int64 // -1 if unknown
-	c    io.Closer
+	name  string
+	r     io.Reader
+	size  int64 // -1 if unknown
+	c     io.Closer
+	whole bool // the whole input is one record (a FILE argument without -l)
 }
 
 func runProduce(cmd *cobra.Command, o produceOpts, args []string) error {
+	o.cf.quiet = o.quiet
 	if err := requireFlag(cmd, "topic", o.topic); err != nil {
 		return err
 	}
-	pinned := cmd.Flags().Changed("partition")
+	pinned := cmd.Flags().Changed("partition") && o.partition != -1
 	if pinned && o.partition < 0 {
-		return usagef("--partition %d: want 0 or more", o.partition)
+		return usagef("--partition %d: want 0 or more, or -1 (any partition)", o.partition)
+	}
+	hasKey := cmd.Flags().Changed("key")
+	if hasKey && cmd.Flags().Changed("key-separator") {
+		return usagef("-k (one key for every record) and -K (a key per line) both give keys; give one")
 	}
 	sep, err := unescape(o.keySep)
 	if err != nil {
@@ -175,7 +196,7 @@ func runProduce(cmd *cobra.Command, o produceOpts, args []string) error {
 	}
 	// Open every input before producing anything: a missing file stops
 	// the command with nothing sent.
-	inputs, err := openInputs(args, cmd.InOrStdin())
+	inputs, err := openInputs(args, cmd.InOrStdin(), o.lines)
 	if err != nil {
 		return err
 	}
@@ -199,11 +220,24 @@ func runProduce(cmd *cobra.Command, o produceOpts, args []string) error {
 				rec.Key, rec.Value = k, v
 			}
 		}
+		if hasKey {
+			rec.Key = []byte(o.recordKey)
+		}
 		if o.nullEmpty && len(rec.Value) == 0 {
 			rec.Value = nil
 		}
 		rec.Headers, rec.Timestamp = headers, ts
 		return rec
+	}
+	if o.tee {
+		out := bufio.NewWriter(cmd.OutOrStdout())
+		defer out.Flush()
+		inner := split
+		split = func(line []byte) tlclient.Record {
+			out.Write(line)
+			out.WriteString(delim)
+			return inner(line)
+		}
 	}
 	if single {
 		return produceOnce(ctx, cmd, cl, o, inputs, []byte(delim), split, pinned, expected)
@@ -216,7 +250,7 @@ func runProduce(cmd *cobra.Command, o produceOpts, args []string) error {
 	)
 	// The bar follows acknowledged input bytes, not bytes read: reading
 	// runs ahead of delivery by up to the producer's buffer.
-	bar := newProgress(inputs, o.noProgress, cmd.ErrOrStderr())
+	bar := newProgress(inputs, o.noProgress || o.quiet, cmd.ErrOrStderr())
 	p, err := cl.NewProducer(ctx, o.topic,
 		tlclient.WithBatchRecords(o.batchRecords), tlclient.WithBatchBytes(o.batchBytes), tlclient.WithLinger(o.linger),
 		tlclient.WithDeliveryTimeout(max(o.cf.retryTimeout, 0)),
@@ -278,7 +312,9 @@ func runProduce(cmd *cobra.Command, o produceOpts, args []string) error {
 	case closeErr != nil:
 		return closeErr
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "tierlog: produced %s to topic %s\n", plural(sent, "record"), o.topic)
+	if !o.quiet {
+		fmt.Fprintf(cmd.ErrOrStderr(), "tierlog: produced %s to topic %s\n", plural(sent, "record"), o.topic)
+	}
 	return nil
 }
 
@@ -334,7 +370,9 @@ func produceOnce(ctx context.Context, cmd *cobra.Command, cl *tlclient.Client, o
 			}
 			continue
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "%d\t%d\n", r.Partition, r.Offset)
+		if !o.tee {
+			fmt.Fprintf(cmd.OutOrStdout(), "%d\t%d\n", r.Partition, r.Offset)
+		}
 	}
 	if failed > 0 {
 		return fmt.Errorf("%s of %d not stored; first error: %w", plural(failed, "record"), len(recs), firstErr)
@@ -343,11 +381,13 @@ func produceOnce(ctx context.Context, cmd *cobra.Command, cl *tlclient.Client, o
 	if rep.Replayed {
 		what = "replayed (already stored by an earlier request with this key; nothing appended)"
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "tierlog: %s %s to topic %s in one request\n", what, plural(int64(len(recs)), "record"), o.topic)
+	if !o.quiet {
+		fmt.Fprintf(cmd.ErrOrStderr(), "tierlog: %s %s to topic %s in one request\n", what, plural(int64(len(recs)), "record"), o.topic)
+	}
 	return nil
 }
 
-func openInputs(args []string, stdin io.Reader) ([]input, error) {
+func openInputs(args []string, stdin io.Reader, lines bool) ([]input, error) {
 	if len(args) == 0 {
 		args = []string{"-"}
 	}
@@ -376,7 +416,7 @@ func openInputs(args []string, stdin io.Reader) ([]input, error) {
 		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
 			size = fi.Size()
 		}
-		ins = append(ins, input{name: a, r: f, size: size, c: f})
+		ins = append(ins, input{name: a, r: f, size: size, c: f, whole: !lines})
 	}
 	return ins, nil
 }
@@ -385,6 +425,16 @@ func openInputs(args []string, stdin io.Reader) ([]input, error) {
 // delim, without it. A newline (or any one-byte delimiter) takes the
 // reader's fast path; a longer delimiter is found across reads.
 func readRecords(in input, delim []byte, fn func([]byte) error) error {
+	if in.whole {
+		data, err := io.ReadAll(io.LimitReader(in.r, tlclient.MaxRecordBytes+1))
+		if err != nil {
+			return fmt.Errorf("%s: read: %w", in.name, err)
+		}
+		if len(data) > tlclient.MaxRecordBytes {
+			return fmt.Errorf("%s: the file is larger than %d bytes, the record limit (-l splits it into lines)", in.name, tlclient.MaxRecordBytes)
+		}
+		return fn(data)
+	}
 	if len(delim) == 1 {
 		return readLines(in, delim[0], fn)
 	}

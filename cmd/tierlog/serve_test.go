@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -258,5 +260,37 @@ func TestMakeRunHonoursEnv(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "-o bin/tierlog ./cmd/tierlog") || strings.Contains(string(out), "GOOS") || strings.Contains(string(out), "functions") {
 		t.Errorf("make -n cli: %v\n%s", err, out)
+	}
+}
+
+// TestMakeRunStopsOnKill: `make run & ... kill $!` stops the server, not
+// only make: the port is free again once make has exited.
+func TestMakeRunStopsOnKill(t *testing.T) {
+	skipShort(t, "make run")
+	mk, err := exec.LookPath("make")
+	if err != nil {
+		t.Skip("no make")
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(mk, "-s", "-C", filepath.Join("..", ".."), "run",
+		"LISTEN=127.0.0.1:0", "DATA_DIR="+filepath.Join(dir, "data"), "RUN_BIN="+filepath.Join(dir, "tierlog"))
+	cmd.Env = append(os.Environ(), "TIERLOG_COMPACT_INTERVAL=off")
+	s := startServerCmd(t, cmd)
+	addr := strings.TrimPrefix(s.url, "http://")
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil { // kill $! of `make run &`
+		t.Fatal(err)
+	}
+	select {
+	case <-s.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("make run did not exit after SIGTERM:\n%s", s.logText())
+	}
+	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		c.Close()
+		t.Fatalf("after kill of make run, %s still accepts connections: the server outlived make", addr)
+	}
+	// The server got the signal itself and stopped cleanly.
+	if !strings.Contains(s.logText(), `msg=stopped`) {
+		t.Errorf("the server did not log a clean stop:\n%s", s.logText())
 	}
 }

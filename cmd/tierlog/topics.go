@@ -325,9 +325,9 @@ func printTopics(w io.Writer, format string, ts []tlclient.Topic) error {
 		return writeJSONLines(w, ts)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tPARTITIONS\tRETENTION_MS\tRETENTION_BYTES\tSEGMENT_BYTES\tSEGMENT_MS\tCLEANUP_POLICY\tCACHE_ENABLED\tREAD_AHEAD_SEGMENTS")
+	fmt.Fprintln(tw, "NAME\tPARTITIONS\tRETENTION_MS\tRETENTION_BYTES\tSEGMENT_BYTES\tSEGMENT_MS\tCLEANUP_POLICY\tCACHE_ENABLED\tREAD_AHEAD_SEGMENTS\tTIMESTAMP_TYPE")
 	for _, t := range ts {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t%t\t%d\n", t.Name, t.Partitions, t.RetentionMs, t.RetentionBytes, t.SegmentBytes, t.SegmentMs, t.CleanupPolicy, t.CacheEnabled, t.ReadAheadSegments)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t%t\t%d\t%s\n", t.Name, t.Partitions, t.RetentionMs, t.RetentionBytes, t.SegmentBytes, t.SegmentMs, t.CleanupPolicy, t.CacheEnabled, t.ReadAheadSegments, t.TimestampType)
 	}
 	return tw.Flush()
 }

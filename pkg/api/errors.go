@@ -20,25 +20,29 @@ import (
 
 // Error codes of docs/api.md's table. Never change them: clients switch on them.
 const (
-	codeInvalidRequest     = "invalid_request"
-	codeTopicNotFound      = "topic_not_found"
-	codePartitionNotFound  = "partition_not_found"
-	codeNotFound           = "not_found"
-	codeMethodNotAllowed   = "method_not_allowed"
-	codeTopicExists        = "topic_exists"
-	codePayloadTooLarge    = "payload_too_large"
-	codeOffsetOutOfRange   = "offset_out_of_range"
-	codeUnavailable        = "unavailable"
-	codeInternal           = "internal"
-	codeCorruptRecord      = "corrupt_record"  // docs/api.md
-	codeRequestTimeout     = "request_timeout" // docs/api.md
-	codeOffsetMismatch     = "offset_mismatch"
-	codeKeyInUse           = "idempotency_key_in_use"
-	codeKeyReused          = "idempotency_key_reused"
-	codeGroupNotFound      = "group_not_found"
-	codeMemberNotFound     = "member_not_found"
-	codeStaleGeneration    = "stale_generation"
-	codeNotAssigned        = "not_assigned"
+	codeInvalidRequest    = "invalid_request"
+	codeTopicNotFound     = "topic_not_found"
+	codePartitionNotFound = "partition_not_found"
+	codeNotFound          = "not_found"
+	codeMethodNotAllowed  = "method_not_allowed"
+	codeTopicExists       = "topic_exists"
+	codePayloadTooLarge   = "payload_too_large"
+	codeOffsetOutOfRange  = "offset_out_of_range"
+	codeUnavailable       = "unavailable"
+	codeInternal          = "internal"
+	codeCorruptRecord     = "corrupt_record"  // docs/api.md
+	codeRequestTimeout    = "request_timeout" // docs/api.md
+	codeOffsetMismatch    = "offset_mismatch"
+	codeKeyInUse          = "idempotency_key_in_use"
+	codeKeyReused         = "idempotency_key_reused"
+	codeGroupNotFound     = "group_not_found"
+	codeMemberNotFound    = "member_not_found"
+	codeStaleGeneration   = "stale_generation"
+	codeNotAssigned       = "not_assigned"
+	// codeClientClosed is the code of a request whose client went away
+	// before its answer (statusClientClosed): logged and counted, never
+	// read by anyone.
+	codeClientClosed       = "client_closed_request"
 	retryAfterUnavailable  = "1" // seconds, sent with every 503
 	contentTypeJSON        = "application/json"
 	headerRequestID        = "X-Request-Id"
@@ -92,6 +96,13 @@ type classification struct {
 	logLevel slog.Level
 	logged   bool
 }
+
+// statusClientClosed (nginx's 499 "client closed request") is the status
+// a request is logged and counted with (tierlog_http_requests_total's
+// code label) when its client went away before the answer: a long-poll
+// or a produce the client gave up on. It is not the server failing, so
+// it is neither a 503 nor a warning.
+const statusClientClosed = 499
 
 // The messages of 503 unavailable, one per kind of cause. They are fixed:
 // the cause's own text names server paths, fencing epochs and owners, or
@@ -308,19 +319,21 @@ func (s *server) recordError(r *http.Request, err error) *errorBody {
 
 // classifyLogged is classify for an error of r, logging what the answer
 // leaves out (classification.logged) as msg, with the request id. An
-// unavailable error of a request whose client went away is logged at
-// debug only: the client's leaving ended the request (a long-poll, a
-// produce it gave up on), not a failure of the server.
+// unavailable error of a request whose client went away is a 499
+// client_closed_request (statusClientClosed), logged at debug only: the
+// client's leaving ended the request (a long-poll, a produce it gave up
+// on), not a failure of the server.
 func (s *server) classifyLogged(r *http.Request, err error, msg string) classification {
 	id := requestIDFrom(r.Context())
 	cl := classify(err, id)
+	if cl.status == http.StatusServiceUnavailable && clientGone(r) {
+		cl.status, cl.logLevel = statusClientClosed, slog.LevelDebug
+		cl.body.Error = errorBody{Code: codeClientClosed, Message: "the client closed the request before its answer"}
+	}
 	if !cl.logged {
 		return cl
 	}
 	level := cl.logLevel
-	if cl.status == http.StatusServiceUnavailable && clientGone(r) {
-		level = slog.LevelDebug
-	}
 	s.log.LogAttrs(r.Context(), level, msg,
 		slog.String("request_id", id), slog.String("method", r.Method),
 		slog.String("path", r.URL.EscapedPath()), slog.Int("status", cl.status),

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -73,7 +74,9 @@ type config struct {
 	backoff    Backoff
 	userAgent  string
 	backoffSet bool
-	failFast   bool
+	// retryUnreachable: retry a server never reached (WithRetryUnreachable);
+	// false, the default, fails fast.
+	retryUnreachable bool
 }
 
 // WithHTTPClient sets the HTTP client. The default has no overall timeout
@@ -111,11 +114,17 @@ func WithBackoff(b Backoff) Option { return func(c *config) { c.backoff, c.backo
 // WithFailFast makes a client that has not had an answer from the server
 // yet give up at once when it cannot connect at all (IsUnreachable:
 // connection refused, a host that does not resolve): the usual cause is a
-// server not started or a wrong URL, and a command-line tool should say so
-// instead of retrying for Backoff.MaxElapsed. Once any answer arrived,
-// such errors are retried as before (a server restarting). Off by
-// default.
-func WithFailFast() Option { return func(c *config) { c.failFast = true } }
+// server not started or a wrong URL, and the caller should hear so at
+// once, with the URL in the error, instead of after Backoff.MaxElapsed.
+// Once any answer arrived, such errors are retried as before (a server
+// restarting). This is the default; WithRetryUnreachable turns it off.
+func WithFailFast() Option { return func(c *config) { c.retryUnreachable = false } }
+
+// WithRetryUnreachable makes a client retry a server it has never reached
+// for Backoff.MaxElapsed, as it retries one that went away: for a program
+// started together with its server (a compose file, a test), where
+// "connection refused" at first means "not up yet".
+func WithRetryUnreachable() Option { return func(c *config) { c.retryUnreachable = true } }
 
 // WithUserAgent sets the User-Agent header.
 func WithUserAgent(ua string) Option { return func(c *config) { c.userAgent = ua } }
@@ -174,18 +183,18 @@ type Client struct {
 	base     string // scheme://host[/prefix], no trailing slash
 	cfg      config
 	signer   *v4.Signer
-	answered atomic.Bool // some request got an HTTP answer (WithFailFast)
+	answered atomic.Bool // some request got an HTTP answer (WithFailFast, the default)
 }
 
 // New returns a client of the API at baseURL: "http://127.0.0.1:8080", or
 // an API Gateway stage URL such as "https://id.execute-api.eu-west-1.amazonaws.com/prod".
+// A URL without a scheme is a host and port, as kcat's -b takes it
+// ("127.0.0.1:8080", "localhost:8080"): http, or https for an AWS host
+// (one ending in amazonaws.com, which serves nothing else).
 func New(baseURL string, opts ...Option) (*Client, error) {
-	u, err := url.Parse(baseURL)
+	u, err := ParseURL(baseURL)
 	if err != nil {
-		return nil, fmt.Errorf("client: base URL %q: %w", baseURL, err)
-	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("client: base URL %q: want http:// or https:// and a host", baseURL)
+		return nil, err
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
 		return nil, fmt.Errorf("client: base URL %q: no query or fragment allowed", baseURL)
@@ -199,6 +208,40 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 		c.signer = v4.NewSigner()
 	}
 	return c, nil
+}
+
+// ParseURL reads a base URL as New does: with a scheme, http:// or
+// https://; without one, host[:port][/prefix], which gets http:// (https://
+// for an amazonaws.com host).
+func ParseURL(raw string) (*url.URL, error) {
+	s := strings.TrimSpace(raw)
+	if s == "" {
+		return nil, errors.New("client: empty base URL: want http://HOST:PORT or HOST:PORT")
+	}
+	if !strings.Contains(s, "://") {
+		scheme := "http://"
+		host, _, _ := strings.Cut(s, "/")
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		if strings.HasSuffix(host, ".amazonaws.com") || strings.HasSuffix(host, ".amazonaws.com.cn") {
+			scheme = "https://"
+		}
+		s = scheme + s
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("client: base URL %q: want http://HOST:PORT or HOST:PORT", raw)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" {
+		return nil, fmt.Errorf("client: base URL %q: want http:// or https:// and a host, or HOST:PORT", raw)
+	}
+	if _, port, err := net.SplitHostPort(u.Host); err == nil {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("client: base URL %q: port %q: want 1 to 65535", raw, port)
+		}
+	}
+	return u, nil
 }
 
 // Format is the client's body format.
@@ -228,11 +271,17 @@ type response struct {
 // reset, a timeout, a body cut short. Retriable; the outcome of a write is
 // unknown.
 type transportError struct {
-	op  string
-	err error
+	op   string
+	base string // the client's base URL
+	err  error
 }
 
-func (e *transportError) Error() string { return fmt.Sprintf("%s: %v", e.op, e.err) }
+func (e *transportError) Error() string {
+	if cause := unreachableCause(e.err); cause != "" {
+		return fmt.Sprintf("client: cannot reach a tierlog server at %s: %s (is it running, and is that its URL?) (%s)", e.base, cause, e.op)
+	}
+	return fmt.Sprintf("%s: %v", e.op, e.err)
+}
 func (e *transportError) Unwrap() error { return e.err }
 
 // send makes one attempt. A non-2xx answer is an *Error; a failure to get
@@ -283,7 +332,7 @@ func (c *Client) send(ctx context.Context, rq *request) (*response, error) {
 		if cerr := ctx.Err(); cerr != nil {
 			return nil, fmt.Errorf("client: %s: %w", op, cerr)
 		}
-		return nil, &transportError{op: op, err: err}
+		return nil, &transportError{op: op, base: c.base, err: err}
 	}
 	defer res.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(res.Body, maxResponseBytes+1))
@@ -291,7 +340,7 @@ func (c *Client) send(ctx context.Context, rq *request) (*response, error) {
 		if cerr := ctx.Err(); cerr != nil {
 			return nil, fmt.Errorf("client: %s: %w", op, cerr)
 		}
-		return nil, &transportError{op: op, err: fmt.Errorf("read answer: %w", err)}
+		return nil, &transportError{op: op, base: c.base, err: fmt.Errorf("read answer: %w", err)}
 	}
 	if len(data) > maxResponseBytes {
 		return nil, fmt.Errorf("client: %s: answer larger than %d bytes", op, maxResponseBytes)
@@ -329,10 +378,10 @@ func (c *Client) do(ctx context.Context, rq *request, repeatable bool) (*respons
 	})
 }
 
-// giveUp reports whether a retriable err ends the retries anyway: with
-// WithFailFast, a server never reached.
+// giveUp reports whether a retriable err ends the retries anyway: unless
+// WithRetryUnreachable, a server never reached.
 func (c *Client) giveUp(err error) bool {
-	return c.cfg.failFast && !c.answered.Load() && IsUnreachable(err)
+	return !c.cfg.retryUnreachable && !c.answered.Load() && IsUnreachable(err)
 }
 
 // redirectError is what refuseRedirect stops a redirect with.

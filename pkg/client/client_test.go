@@ -14,7 +14,7 @@ import (
 )
 
 func TestNewValidatesURL(t *testing.T) {
-	for _, u := range []string{"", "127.0.0.1:8080", "ftp://x", "http://", "http://h/?q=1", "://bad"} {
+	for _, u := range []string{"", "ftp://x", "http://", "http://h/?q=1", "://bad", "127.0.0.1:99999", "h:port"} {
 		if _, err := client.New(u); err == nil {
 			t.Errorf("New(%q) accepted", u)
 		}
@@ -22,6 +22,19 @@ func TestNewValidatesURL(t *testing.T) {
 	for _, u := range []string{"http://127.0.0.1:8080", "https://id.execute-api.eu-west-1.amazonaws.com/prod/"} {
 		if _, err := client.New(u); err != nil {
 			t.Errorf("New(%q): %v", u, err)
+		}
+	}
+	// kcat's -b form: host:port, no scheme (http; https for AWS hosts).
+	for raw, want := range map[string]string{
+		"127.0.0.1:8080":    "http://127.0.0.1:8080",
+		"localhost:8080":    "http://localhost:8080",
+		"[::1]:8080/prefix": "http://[::1]:8080/prefix",
+		" localhost ":       "http://localhost",
+		"id.execute-api.eu-west-1.amazonaws.com/prod": "https://id.execute-api.eu-west-1.amazonaws.com/prod",
+	} {
+		u, err := client.ParseURL(raw)
+		if err != nil || u.String() != want {
+			t.Errorf("ParseURL(%q) = %v, %v; want %s", raw, u, err, want)
 		}
 	}
 	if _, err := client.New("http://x", client.WithSigV4(nil, "")); err != nil {

@@ -17,7 +17,10 @@ import (
 // and where it goes when its offset is out of range (416).
 type ResetPolicy int
 
-// Reset policies, as Kafka's auto.offset.reset.
+// Reset policies, as Kafka's auto.offset.reset. The default is
+// ResetEarliest (DefaultReset), as franz-go's kgo and the tierlog CLI
+// start: a new group reads what the topic holds. (Kafka's Java consumer
+// defaults to latest; WithReset(ResetLatest) is that.)
 const (
 	// ResetLatest starts at the high watermark: only new records.
 	ResetLatest ResetPolicy = iota
@@ -39,6 +42,10 @@ func (r ResetPolicy) String() string {
 
 // ErrNoGroup is returned by Commit on a consumer without a group.
 var ErrNoGroup = errors.New("client: consumer has no group")
+
+// DefaultReset is where a consumer starts without a committed offset or a
+// start option, and where it goes on an offset out of range.
+const DefaultReset = ResetEarliest
 
 // DefaultWait is how long one fetch long-polls at the end of the log.
 const DefaultWait = 5 * time.Second
@@ -107,7 +114,7 @@ func WithStartTimestamp(ts int64) ConsumerOption {
 	return func(c *consumerConfig) { c.startTimestamp = &ts }
 }
 
-// WithReset sets the reset policy (default ResetLatest).
+// WithReset sets the reset policy (default DefaultReset, ResetEarliest).
 func WithReset(r ResetPolicy) ConsumerOption { return func(c *consumerConfig) { c.reset = r } }
 
 // WithWait sets how long one fetch long-polls when there is nothing new
@@ -202,7 +209,7 @@ type fetched struct {
 // order of precedence: WithStartOffset, WithStartTimestamp, the group's
 // committed offset, the reset policy.
 func (c *Client) NewConsumer(ctx context.Context, topic string, opts ...ConsumerOption) (*Consumer, error) {
-	cfg := consumerConfig{reset: ResetLatest, wait: DefaultWait}
+	cfg := consumerConfig{reset: DefaultReset, wait: DefaultWait}
 	for _, o := range opts {
 		if o != nil {
 			o(&cfg)
@@ -235,7 +242,7 @@ func (c *Client) NewConsumer(ctx context.Context, topic string, opts ...Consumer
 	for _, p := range parts {
 		if p < 0 || p >= t.Partitions {
 			return nil, &Error{Status: 404, Code: CodePartitionNotFound,
-				Message: fmt.Sprintf("partition %d of topic %q (partitions: %d)", p, topic, t.Partitions)}
+				Message: fmt.Sprintf("topic %q has no partition %d (it has %d: 0 to %d)", topic, p, t.Partitions, t.Partitions-1)}
 		}
 	}
 	start, err := c.startPositions(ctx, topic, parts, &cfg)

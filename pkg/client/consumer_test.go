@@ -130,7 +130,7 @@ func TestConsumerFollow(t *testing.T) {
 	createTopic(t, c, "tail", 1)
 	produceN(t, c, "tail", 0, 0, 5, "old")
 	ctx := ctxT(t)
-	k, err := c.NewConsumer(ctx, "tail", client.WithWait(10*time.Second)) // latest: skips "old"
+	k, err := c.NewConsumer(ctx, "tail", client.WithWait(10*time.Second), client.WithReset(client.ResetLatest)) // skips "old"
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,5 +311,38 @@ func TestConsumerStartTimestamp(t *testing.T) {
 	msgs := pollUntil(t, k, 2)
 	if msgs[0].Offset != 3 || string(msgs[0].Value) != "after-3" {
 		t.Fatalf("start at timestamp read %q at %d", msgs[0].Value, msgs[0].Offset)
+	}
+}
+
+// TestConsumerDefaultStartEarliest: without a start option, a consumer and
+// a group with nothing committed start at the log start, as the CLI does
+// (and franz-go): Poll returns the records already there.
+func TestConsumerDefaultStartEarliest(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, nil)
+	c := s.client()
+	createTopic(t, c, "old", 2)
+	produceN(t, c, "old", 0, 0, 3, "p0-")
+	produceN(t, c, "old", 1, 0, 2, "p1-")
+	ctx := ctxT(t)
+	for _, opts := range [][]client.ConsumerOption{nil, {client.WithGroup("fresh")}} {
+		k, err := c.NewConsumer(ctx, "old", opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []int{0, 1} {
+			if pos, ok := k.Position(p); !ok || pos != 0 {
+				t.Errorf("%d options: partition %d starts at %d (%v), want 0", len(opts), p, pos, ok)
+			}
+		}
+		if msgs := pollUntil(t, k, 5); len(msgs) != 5 {
+			t.Errorf("%d options: polled %d records, want the 5 already there", len(opts), len(msgs))
+		}
+		if err := k.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if client.DefaultReset != client.ResetEarliest {
+		t.Errorf("DefaultReset is %v", client.DefaultReset)
 	}
 }

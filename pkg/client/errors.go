@@ -162,16 +162,28 @@ func IsRetriable(err error) bool {
 // choice (see WithFailFast).
 func IsUnreachable(err error) bool {
 	var te *transportError
-	if !errors.As(err, &te) {
-		return false
-	}
+	return errors.As(err, &te) && unreachableCause(te.err) != ""
+}
+
+// unreachableCause names why err is a failure to connect at all
+// ("connection refused", "no such host h", "no route to host"), or is ""
+// for any other error.
+func unreachableCause(err error) string {
 	var dns *net.DNSError
 	if errors.As(err, &dns) && dns.IsNotFound {
-		return true
+		return "no such host " + dns.Name
 	}
 	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "dial" &&
-		(errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH))
+	if !errors.As(err, &op) || op.Op != "dial" {
+		return ""
+	}
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return "no route to host"
+	}
+	return ""
 }
 
 // IsCode reports whether err is an *Error with docs/api.md code code.

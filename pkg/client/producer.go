@@ -209,7 +209,7 @@ func (p *Producer) route(rec *Record) (int, error) {
 	switch {
 	case rec.Partition != nil:
 		if q := *rec.Partition; q < 0 || q >= p.partitions {
-			return 0, fmt.Errorf("client: partition %d of topic %q (partitions: %d)", q, p.topic, p.partitions)
+			return 0, fmt.Errorf("client: topic %q has no partition %d (it has %d: 0 to %d)", p.topic, q, p.partitions, p.partitions-1)
 		}
 		return *rec.Partition, nil
 	case rec.Key != nil:

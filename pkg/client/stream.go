@@ -440,7 +440,7 @@ func (s *Stream) open(ctx context.Context) error {
 		if cerr := ctx.Err(); cerr != nil {
 			return fmt.Errorf("client: %s: %w", op, cerr)
 		}
-		return &transportError{op: op, err: err}
+		return &transportError{op: op, base: s.c.base, err: err}
 	}
 	mt, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type"))
 	if res.StatusCode == http.StatusOK && mt == "text/event-stream" {
@@ -461,7 +461,7 @@ func (s *Stream) open(ctx context.Context) error {
 		if cerr := ctx.Err(); cerr != nil {
 			return fmt.Errorf("client: %s: %w", op, cerr)
 		}
-		return &transportError{op: op, err: fmt.Errorf("read answer: %w", err)}
+		return &transportError{op: op, base: s.c.base, err: fmt.Errorf("read answer: %w", err)}
 	}
 	if res.StatusCode/100 != 2 {
 		return parseError(op, res, data)
