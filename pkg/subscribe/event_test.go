@@ -154,7 +154,9 @@ func TestValidate(t *testing.T) {
 		func(s *Spec) { s.MaxRetryAttempts = i(0) },
 		func(s *Spec) { s.MaxRecordAgeMs = i64(60000) },
 		func(s *Spec) { s.BatchSize = i(10000) },
-		func(s *Spec) { s.Target = &Target{Type: TargetLambda, Function: "arn:aws:lambda:eu-west-1:123456789012:function:billing"} },
+		func(s *Spec) {
+			s.Target = &Target{Type: TargetLambda, Function: "arn:aws:lambda:eu-west-1:123456789012:function:billing"}
+		},
 	} {
 		sp := good
 		ok(&sp)

@@ -105,7 +105,9 @@ func (r *protocolRun) check(label string) {
 	}
 }
 
-func (r *protocolRun) dropped(int64) bool { return r.sub.OnFailure == nil && r.sub.MaxRetryAttempts >= 0 }
+func (r *protocolRun) dropped(int64) bool {
+	return r.sub.OnFailure == nil && r.sub.MaxRetryAttempts >= 0
+}
 
 // deliverer makes a deliverer under a new owner, as a restarted process.
 func (r *protocolRun) deliverer() (*deliverer, context.Context) {
