@@ -131,6 +131,11 @@ type Config struct {
 	// from Start (tierlog serve). Without it the subscription routes are
 	// served, but nothing here delivers.
 	RunSubscriptions bool
+	// Subscribe tunes the subscriptions (InvokeTimeout, retry backoff,
+	// rescan); the server fills in Store, Source, Owner, Logger and, when
+	// nil, Targets (webhooks, and Lambda functions through the SDK's
+	// default configuration).
+	Subscribe subscribe.Config
 }
 
 // Server is an assembled tierlog.

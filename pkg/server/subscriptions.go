@@ -23,16 +23,15 @@ func (s *Server) openSubscriptions() error {
 	if !ok {
 		return nil
 	}
-	lambdas := &lambdatarget.Factory{}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = webhookIdleConns
-	svc, err := subscribe.New(subscribe.Config{
-		Store:   store,
-		Source:  s.Broker,
-		Targets: subscribe.HTTPTargets(&http.Client{Transport: tr}, lambdas.Invoker),
-		Owner:   s.cfg.Owner,
-		Logger:  s.cfg.Logger,
-	})
+	c := s.cfg.Subscribe
+	c.Store, c.Source, c.Owner, c.Logger = store, s.Broker, s.cfg.Owner, s.cfg.Logger
+	if c.Targets == nil {
+		lambdas := &lambdatarget.Factory{}
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = webhookIdleConns
+		c.Targets = subscribe.HTTPTargets(&http.Client{Transport: tr}, lambdas.Invoker)
+	}
+	svc, err := subscribe.New(c)
 	if err != nil {
 		return err
 	}
