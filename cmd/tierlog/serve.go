@@ -71,6 +71,7 @@ are synced and leases released.`,
 	f.Int64Var(&o.cfg.CacheBytes, "cache-bytes", 0, "cold-tier cache budget in bytes; 0: the server's default")
 	f.Int64Var(&o.cfg.AnswerCacheBytes, "answer-cache-bytes", 0, "budget of encoded fetch answers kept for readers that ask the same again; 0: the server's default, negative: none")
 	o.cfg.BodyReadTimeout = tlserver.DefaultBodyReadTimeout
+	o.cfg.RunSubscriptions = true // serve delivers its subscriptions in-process
 	f.Var(offDuration{&o.cfg.BodyReadTimeout}, "body-read-timeout",
 		"how long one request body may take to arrive before it is cut with 408; 0: the server's default, off: no limit")
 	f.Var(latencyFlag{&o.cfg.HotFSLatency}, "hot-fs-latency",

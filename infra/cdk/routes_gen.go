@@ -37,4 +37,11 @@ var Routes = []Route{
 	{awsapigatewayv2.HttpMethod_POST, "/v1/groups/{group}/members", FnProduce},
 	{awsapigatewayv2.HttpMethod_POST, "/v1/groups/{group}/members/{member}/heartbeat", FnProduce},
 	{awsapigatewayv2.HttpMethod_DELETE, "/v1/groups/{group}/members/{member}", FnProduce},
+	{awsapigatewayv2.HttpMethod_POST, "/v1/subscriptions", FnProduce},
+	{awsapigatewayv2.HttpMethod_GET, "/v1/subscriptions", FnFetch},
+	{awsapigatewayv2.HttpMethod_HEAD, "/v1/subscriptions", FnFetch},
+	{awsapigatewayv2.HttpMethod_GET, "/v1/subscriptions/{name}", FnFetch},
+	{awsapigatewayv2.HttpMethod_HEAD, "/v1/subscriptions/{name}", FnFetch},
+	{awsapigatewayv2.HttpMethod_PATCH, "/v1/subscriptions/{name}", FnProduce},
+	{awsapigatewayv2.HttpMethod_DELETE, "/v1/subscriptions/{name}", FnProduce},
 }

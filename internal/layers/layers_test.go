@@ -31,13 +31,14 @@ var layers = [][]string{
 	// One partition's hot log; the cold tier.
 	{"pkg/partition", "pkg/tier"},
 	// Topics, routing, produce, fetch, groups; finalize, retention, cleanup.
-	{"pkg/broker", "pkg/compactor"},
+	{"pkg/broker", "pkg/compactor", "pkg/subscribe"},
 	// The HTTP API over the broker.
 	{"pkg/api"},
 	// The ports' adapters and conformance suites: above the core, so that
 	// only the wiring above them picks a backend.
 	{"pkg/meta/local", "pkg/meta/mem", "pkg/meta/dynamo", "pkg/meta/metatest",
-		"pkg/objstore/local", "pkg/objstore/mem", "pkg/objstore/s3", "pkg/objstore/faulty", "pkg/objstore/objtest"},
+		"pkg/objstore/local", "pkg/objstore/mem", "pkg/objstore/s3", "pkg/objstore/faulty", "pkg/objstore/objtest",
+		"pkg/subscribe/lambdatarget"},
 	// Wiring: a backend, the broker, the compactor and /metrics; the
 	// deterministic simulation over the in-memory adapters.
 	{"pkg/server", "internal/sim"},
@@ -64,6 +65,7 @@ var awsAllowed = map[string]string{
 	"pkg/client":                 "SigV4 signing of requests to an IAM-protected API Gateway",
 	"pkg/lambdafn":               "the functions' SDK middleware: X-Ray subsegments around the SDK's calls",
 	"pkg/lambdafn/compactnotify": "the produce function invokes the compactor function through the Lambda API",
+	"pkg/subscribe/lambdatarget": "subscriptions invoke their Lambda targets through the Lambda API",
 	"cmd/tierlog":                "the CLI: credentials for --sigv4, DynamoDB for bench contention and bench cloud",
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/tierlog/tierlog/pkg/broker"
 	"github.com/tierlog/tierlog/pkg/metrics"
+	"github.com/tierlog/tierlog/pkg/subscribe"
 )
 
 // Option configures the handler New returns.
@@ -31,6 +32,7 @@ type config struct {
 	extra       []extraRoute
 	requests    *metrics.HTTP
 	stream      *StreamConfig // nil: no streaming fetch (sse.go)
+	subs        *subscribe.Service
 }
 
 // extraRoute is a route outside docs/api.md that the handler serves as well.
@@ -95,15 +97,16 @@ type server struct {
 	log         *slog.Logger
 	mux         *http.ServeMux
 	bodyTimeout time.Duration
-	requests    *metrics.HTTP // by route pattern (routes.go)
-	stream      *StreamConfig // nil: no streaming fetch (sse.go)
+	requests    *metrics.HTTP      // by route pattern (routes.go)
+	stream      *StreamConfig      // nil: no streaming fetch (sse.go)
+	subs        *subscribe.Service // nil: no subscription routes (subscriptions.go)
 }
 
 // New returns the http.Handler of docs/api.md serving b. The handler is safe for
 // concurrent use; it answers every request with a fresh X-Request-Id header.
 func New(b *broker.Broker, opts ...Option) http.Handler {
 	c := applyDefaults(opts)
-	s := &server{b: b, log: c.log, mux: http.NewServeMux(), bodyTimeout: c.bodyTimeout, requests: c.requests, stream: c.stream}
+	s := &server{b: b, log: c.log, mux: http.NewServeMux(), bodyTimeout: c.bodyTimeout, requests: c.requests, stream: c.stream, subs: c.subs}
 	s.routes(c.extra)
 	return s
 }

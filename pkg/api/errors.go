@@ -16,29 +16,32 @@ import (
 	"github.com/tierlog/tierlog/pkg/broker"
 	"github.com/tierlog/tierlog/pkg/meta"
 	"github.com/tierlog/tierlog/pkg/partition"
+	"github.com/tierlog/tierlog/pkg/subscribe"
 )
 
 // Error codes of docs/api.md's table. Never change them: clients switch on them.
 const (
-	codeInvalidRequest    = "invalid_request"
-	codeTopicNotFound     = "topic_not_found"
-	codePartitionNotFound = "partition_not_found"
-	codeNotFound          = "not_found"
-	codeMethodNotAllowed  = "method_not_allowed"
-	codeTopicExists       = "topic_exists"
-	codePayloadTooLarge   = "payload_too_large"
-	codeOffsetOutOfRange  = "offset_out_of_range"
-	codeUnavailable       = "unavailable"
-	codeInternal          = "internal"
-	codeCorruptRecord     = "corrupt_record"  // docs/api.md
-	codeRequestTimeout    = "request_timeout" // docs/api.md
-	codeOffsetMismatch    = "offset_mismatch"
-	codeKeyInUse          = "idempotency_key_in_use"
-	codeKeyReused         = "idempotency_key_reused"
-	codeGroupNotFound     = "group_not_found"
-	codeMemberNotFound    = "member_not_found"
-	codeStaleGeneration   = "stale_generation"
-	codeNotAssigned       = "not_assigned"
+	codeInvalidRequest       = "invalid_request"
+	codeTopicNotFound        = "topic_not_found"
+	codePartitionNotFound    = "partition_not_found"
+	codeNotFound             = "not_found"
+	codeMethodNotAllowed     = "method_not_allowed"
+	codeTopicExists          = "topic_exists"
+	codePayloadTooLarge      = "payload_too_large"
+	codeOffsetOutOfRange     = "offset_out_of_range"
+	codeUnavailable          = "unavailable"
+	codeInternal             = "internal"
+	codeCorruptRecord        = "corrupt_record"  // docs/api.md
+	codeRequestTimeout       = "request_timeout" // docs/api.md
+	codeOffsetMismatch       = "offset_mismatch"
+	codeKeyInUse             = "idempotency_key_in_use"
+	codeKeyReused            = "idempotency_key_reused"
+	codeGroupNotFound        = "group_not_found"
+	codeMemberNotFound       = "member_not_found"
+	codeStaleGeneration      = "stale_generation"
+	codeNotAssigned          = "not_assigned"
+	codeSubscriptionNotFound = "subscription_not_found"
+	codeSubscriptionExists   = "subscription_exists"
 	// codeClientClosed is the code of a request whose client went away
 	// before its answer (statusClientClosed): logged and counted, never
 	// read by anyone.
@@ -185,6 +188,12 @@ func classify(err error, requestID string) classification {
 		return c(http.StatusConflict, codeStaleGeneration, publicMessage(err))
 	case errors.Is(err, broker.ErrNotAssigned):
 		return c(http.StatusConflict, codeNotAssigned, publicMessage(err))
+	case errors.Is(err, subscribe.ErrNotFound):
+		return c(http.StatusNotFound, codeSubscriptionNotFound, publicMessage(err))
+	case errors.Is(err, subscribe.ErrExists):
+		return c(http.StatusConflict, codeSubscriptionExists, publicMessage(err))
+	case errors.Is(err, subscribe.ErrInvalid):
+		return validation(c(http.StatusBadRequest, codeInvalidRequest, publicMessage(err)), err, msgInvalidGeneric)
 	case errors.Is(err, broker.ErrTopicNotFound):
 		return c(http.StatusNotFound, codeTopicNotFound, publicMessage(err))
 	case errors.Is(err, broker.ErrPartitionNotFound):

@@ -42,6 +42,11 @@ var routeTable = []struct {
 	{Route{http.MethodPost, "/v1/groups/{group}/members"}, (*server).joinGroup},
 	{Route{http.MethodPost, "/v1/groups/{group}/members/{member}/heartbeat"}, (*server).heartbeat},
 	{Route{http.MethodDelete, "/v1/groups/{group}/members/{member}"}, (*server).leaveGroup},
+	{Route{http.MethodPost, "/v1/subscriptions"}, (*server).createSubscription},
+	{Route{http.MethodGet, "/v1/subscriptions"}, (*server).listSubscriptions},
+	{Route{http.MethodGet, "/v1/subscriptions/{name}"}, (*server).getSubscription},
+	{Route{http.MethodPatch, "/v1/subscriptions/{name}"}, (*server).patchSubscription},
+	{Route{http.MethodDelete, "/v1/subscriptions/{name}"}, (*server).deleteSubscription},
 }
 
 // Routes returns docs/api.md's routes (a copy). A GET route also answers HEAD;

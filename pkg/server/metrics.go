@@ -157,5 +157,8 @@ func (s *Server) metricsHandler() http.Handler {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		collectors.NewBuildInfoCollector())
+	if s.Subscriptions != nil {
+		reg.MustRegister(newSubscriptionCollector(s.Subscriptions.Stats()))
+	}
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 }

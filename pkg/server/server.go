@@ -37,6 +37,7 @@ import (
 	"github.com/tierlog/tierlog/pkg/objstore"
 	objlocal "github.com/tierlog/tierlog/pkg/objstore/local"
 	"github.com/tierlog/tierlog/pkg/segment"
+	"github.com/tierlog/tierlog/pkg/subscribe"
 	"github.com/tierlog/tierlog/pkg/tier"
 )
 
@@ -126,6 +127,15 @@ type Config struct {
 	// goroutine and must not block: the produce function only records
 	// the partition here and notifies the compactor before it answers.
 	OnRoll func(meta.PartitionKey)
+	// RunSubscriptions runs the subscriptions' deliverers in this process
+	// from Start (tierlog serve). Without it the subscription routes are
+	// served, but nothing here delivers.
+	RunSubscriptions bool
+	// Subscribe tunes the subscriptions (InvokeTimeout, retry backoff,
+	// rescan); the server fills in Store, Source, Owner, Logger and, when
+	// nil, Targets (webhooks, and Lambda functions through the SDK's
+	// default configuration).
+	Subscribe subscribe.Config
 }
 
 // Server is an assembled tierlog.
@@ -152,6 +162,10 @@ type Server struct {
 	// Streams counts the streaming fetches being served (nil with
 	// Config.DisableStreaming).
 	Streams *api.StreamStats
+	// Subscriptions creates, describes and (with
+	// Config.RunSubscriptions) runs subscriptions; nil when the metadata
+	// store keeps none.
+	Subscriptions *subscribe.Service
 
 	handler http.Handler
 	kick    chan struct{} // a segment rolled: compact soon
@@ -161,9 +175,10 @@ type Server struct {
 	streamsDone chan struct{}
 	endStreams  sync.Once
 
-	closers []func() error
-	stop    context.CancelFunc
-	wg      sync.WaitGroup
+	closers  []func() error
+	stop     context.CancelFunc
+	subsStop context.CancelFunc // subscriptions.go
+	wg       sync.WaitGroup
 }
 
 // DefaultDataDir is where the local backend keeps everything by default.
@@ -326,6 +341,10 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
+	if err := s.openSubscriptions(); err != nil {
+		s.Close()
+		return nil, err
+	}
 	// One handler for everything, /metrics included: a ServeMux in front
 	// of the API would clean "..", "." and "//" out of paths and answer
 	// 307 redirects that keep the method (a DELETE of
@@ -339,6 +358,9 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		s.Streams = &api.StreamStats{}
 		opts = append(opts, api.WithStreaming(api.StreamConfig{
 			KeepAlive: cfg.StreamKeepAlive, Done: s.streamsDone, Stats: s.Streams}))
+	}
+	if s.Subscriptions != nil {
+		opts = append(opts, api.WithSubscriptions(s.Subscriptions))
 	}
 	s.handler = api.New(b, opts...)
 	return s, nil
@@ -407,8 +429,10 @@ func (s *Server) Kick() {
 	}
 }
 
-// Start runs the compactor on its timer (and on every roll) until Close.
+// Start runs the compactor on its timer (and on every roll) until Close,
+// and the subscriptions' deliverers with Config.RunSubscriptions.
 func (s *Server) Start() {
+	s.startSubscriptions()
 	if s.cfg.CompactInterval < 0 {
 		return
 	}
@@ -442,6 +466,7 @@ func (s *Server) Start() {
 // files) and the stores.
 func (s *Server) Close() error {
 	s.EndStreams()
+	s.closeSubscriptions()
 	if s.stop != nil {
 		s.stop()
 		s.wg.Wait()

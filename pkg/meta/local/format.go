@@ -41,6 +41,10 @@ const (
 	opDelGroup   = "del_group"
 	opDelOffsets = "del_offsets"
 	opDelSeg     = "del_seg"
+	opPutSub     = "put_sub" // subscriptions.go
+	opDelSub     = "del_sub"
+	opPutDlv     = "put_dlv"
+	opDelDlv     = "del_dlv"
 	opBatch      = "batch" // mutations committed together (group commit)
 	opEnd        = "end"
 	opClosed     = "closed" // the close record's only frame (CLOSED)
@@ -186,18 +190,20 @@ func allZero(b []byte) bool {
 
 // entry is one frame's payload: a mutation with the full new item value.
 type entry struct {
-	Op      string             `json:"op"`
-	Topic   *meta.TopicConfig  `json:"topic,omitempty"`
-	Name    string             `json:"name,omitempty"`
-	Part    *meta.Partition    `json:"part,omitempty"`
-	Key     *partKey           `json:"key,omitempty"`
-	Group   string             `json:"group,omitempty"`
-	Offsets []meta.GroupOffset `json:"offsets,omitempty"`
-	Count   int64              `json:"count,omitempty"`
-	Seg     *meta.CatalogEntry `json:"seg,omitempty"`
-	Size    int64              `json:"size,omitempty"` // closed: the journal's length
-	GState  *meta.GroupState   `json:"gstate,omitempty"`
-	Batch   []*entry           `json:"batch,omitempty"` // batch: its mutations, in order
+	Op      string                 `json:"op"`
+	Topic   *meta.TopicConfig      `json:"topic,omitempty"`
+	Name    string                 `json:"name,omitempty"`
+	Part    *meta.Partition        `json:"part,omitempty"`
+	Key     *partKey               `json:"key,omitempty"`
+	Group   string                 `json:"group,omitempty"`
+	Offsets []meta.GroupOffset     `json:"offsets,omitempty"`
+	Count   int64                  `json:"count,omitempty"`
+	Seg     *meta.CatalogEntry     `json:"seg,omitempty"`
+	Size    int64                  `json:"size,omitempty"` // closed: the journal's length
+	GState  *meta.GroupState       `json:"gstate,omitempty"`
+	Sub     *meta.SubscriptionItem `json:"sub,omitempty"`
+	Dlv     *meta.DeliveryItem     `json:"dlv,omitempty"`
+	Batch   []*entry               `json:"batch,omitempty"` // batch: its mutations, in order
 }
 
 // partKey is meta.PartitionKey as written in an entry.
@@ -243,6 +249,10 @@ func validEntry(e *entry) bool {
 		return e.Group != ""
 	case opDelTopic, opPutOffsets, opEnd, opClosed:
 		return true
+	case opPutSub, opDelSub:
+		return e.Sub != nil
+	case opPutDlv, opDelDlv:
+		return e.Dlv != nil
 	}
 	return false
 }

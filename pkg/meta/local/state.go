@@ -18,6 +18,8 @@ type state struct {
 	groups map[string]map[string]map[int]meta.GroupOffset    // group -> topic -> partition
 	segs   map[meta.PartitionKey]map[int64]meta.CatalogEntry // by NextOffset
 	gstate map[string]meta.GroupState                        // group state items
+	subs   map[string]meta.SubscriptionItem                  // subscriptions.go
+	dlvs   map[string]map[int]meta.DeliveryItem              // subscription -> partition
 }
 
 func newState() state {
@@ -27,6 +29,8 @@ func newState() state {
 		groups: map[string]map[string]map[int]meta.GroupOffset{},
 		segs:   map[meta.PartitionKey]map[int64]meta.CatalogEntry{},
 		gstate: map[string]meta.GroupState{},
+		subs:   map[string]meta.SubscriptionItem{},
+		dlvs:   map[string]map[int]meta.DeliveryItem{},
 	}
 }
 
@@ -77,6 +81,8 @@ func (st *state) apply(e *entry) error {
 		if len(st.segs[k]) == 0 {
 			delete(st.segs, k)
 		}
+	case opPutSub, opDelSub, opPutDlv, opDelDlv:
+		st.applySubs(e)
 	case opBatch:
 		for _, m := range e.Batch {
 			if m.Op == opBatch {
@@ -141,7 +147,7 @@ func (st *state) entries() []*entry {
 		gs := st.gstate[g].Clone()
 		out = append(out, &entry{Op: opPutGroup, GState: &gs})
 	}
-	return out
+	return append(out, st.subEntries()...)
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -22,6 +22,7 @@ type Store struct {
 	segs   map[meta.PartitionKey]map[int64]meta.CatalogEntry // by NextOffset
 	// gstates are the group state items.
 	gstates map[string]meta.GroupState
+	subs    *subs // subscriptions.go; made on first use
 }
 
 var _ meta.Store = (*Store)(nil)
