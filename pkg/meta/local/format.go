@@ -41,6 +41,8 @@ const (
 	opDelGroup   = "del_group"
 	opDelOffsets = "del_offsets"
 	opDelSeg     = "del_seg"
+	opPutToken   = "put_token"
+	opDelToken   = "del_token"
 	opBatch      = "batch" // mutations committed together (group commit)
 	opEnd        = "end"
 	opClosed     = "closed" // the close record's only frame (CLOSED)
@@ -197,6 +199,7 @@ type entry struct {
 	Seg     *meta.CatalogEntry `json:"seg,omitempty"`
 	Size    int64              `json:"size,omitempty"` // closed: the journal's length
 	GState  *meta.GroupState   `json:"gstate,omitempty"`
+	Token   *meta.Token        `json:"token,omitempty"` // put_token; del_token names its id in Name
 	Batch   []*entry           `json:"batch,omitempty"` // batch: its mutations, in order
 }
 
@@ -241,6 +244,10 @@ func validEntry(e *entry) bool {
 		return e.GState != nil
 	case opDelGroup, opDelOffsets:
 		return e.Group != ""
+	case opPutToken:
+		return e.Token != nil && e.Token.ID != ""
+	case opDelToken:
+		return e.Name != ""
 	case opDelTopic, opPutOffsets, opEnd, opClosed:
 		return true
 	}

@@ -18,6 +18,7 @@ type state struct {
 	groups map[string]map[string]map[int]meta.GroupOffset    // group -> topic -> partition
 	segs   map[meta.PartitionKey]map[int64]meta.CatalogEntry // by NextOffset
 	gstate map[string]meta.GroupState                        // group state items
+	tokens map[string]meta.Token                             // access tokens by id
 }
 
 func newState() state {
@@ -27,6 +28,7 @@ func newState() state {
 		groups: map[string]map[string]map[int]meta.GroupOffset{},
 		segs:   map[meta.PartitionKey]map[int64]meta.CatalogEntry{},
 		gstate: map[string]meta.GroupState{},
+		tokens: map[string]meta.Token{},
 	}
 }
 
@@ -65,6 +67,10 @@ func (st *state) apply(e *entry) error {
 		delete(st.gstate, e.Group)
 	case opDelOffsets:
 		delete(st.groups[e.Group], e.Name)
+	case opPutToken:
+		st.tokens[e.Token.ID] = e.Token.Clone()
+	case opDelToken:
+		delete(st.tokens, e.Name)
 	case opPutSeg:
 		k := meta.PartitionKey(*e.Key)
 		if st.segs[k] == nil {
@@ -140,6 +146,10 @@ func (st *state) entries() []*entry {
 	for _, g := range sortedKeys(st.gstate) {
 		gs := st.gstate[g].Clone()
 		out = append(out, &entry{Op: opPutGroup, GState: &gs})
+	}
+	for _, id := range sortedKeys(st.tokens) {
+		tok := st.tokens[id].Clone()
+		out = append(out, &entry{Op: opPutToken, Token: &tok})
 	}
 	return out
 }

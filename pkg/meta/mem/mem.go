@@ -22,6 +22,8 @@ type Store struct {
 	segs   map[meta.PartitionKey]map[int64]meta.CatalogEntry // by NextOffset
 	// gstates are the group state items.
 	gstates map[string]meta.GroupState
+	// tokens are the access tokens (tokens.go).
+	tokens tokenItems
 }
 
 var _ meta.Store = (*Store)(nil)
