@@ -37,4 +37,8 @@ var Routes = []Route{
 	{awsapigatewayv2.HttpMethod_POST, "/v1/groups/{group}/members", FnProduce},
 	{awsapigatewayv2.HttpMethod_POST, "/v1/groups/{group}/members/{member}/heartbeat", FnProduce},
 	{awsapigatewayv2.HttpMethod_DELETE, "/v1/groups/{group}/members/{member}", FnProduce},
+	{awsapigatewayv2.HttpMethod_POST, "/v1/tokens", FnProduce},
+	{awsapigatewayv2.HttpMethod_GET, "/v1/tokens", FnFetch},
+	{awsapigatewayv2.HttpMethod_HEAD, "/v1/tokens", FnFetch},
+	{awsapigatewayv2.HttpMethod_DELETE, "/v1/tokens/{id}", FnProduce},
 }

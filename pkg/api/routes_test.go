@@ -30,8 +30,8 @@ func TestRouteTable(t *testing.T) {
 			}
 		}
 	}
-	if len(paths) != 13 {
-		t.Errorf("%d paths in the route table, want API.md's 13", len(paths))
+	if len(paths) != 15 {
+		t.Errorf("%d paths in the route table, want API.md's 15", len(paths))
 	}
 	for p := range paths {
 		rec := httptest.NewRecorder()
@@ -55,5 +55,5 @@ func headOf(m string) string {
 
 // concrete fills a pattern's wildcards: {partition} with 0, others with x1.
 func concrete(pattern string) string {
-	return strings.NewReplacer("{partition}", "0", "{topic}", "x1", "{group}", "x1", "{member}", "m1").Replace(pattern)
+	return strings.NewReplacer("{partition}", "0", "{topic}", "x1", "{group}", "x1", "{member}", "m1", "{id}", "0123456789abcdef").Replace(pattern)
 }
