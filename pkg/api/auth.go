@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/tierlog/tierlog/pkg/auth"
 	"github.com/tierlog/tierlog/pkg/meta"
@@ -239,15 +240,18 @@ func (s *server) revokeToken(w http.ResponseWriter, r *http.Request) error {
 func authRefusal(err error) (classification, bool) {
 	var status int
 	var code string
+	var sentinel error
 	switch {
 	case errors.Is(err, auth.ErrUnauthenticated):
-		status, code = http.StatusUnauthorized, codeUnauthorized
+		status, code, sentinel = http.StatusUnauthorized, codeUnauthorized, auth.ErrUnauthenticated
 	case errors.Is(err, auth.ErrForbidden):
-		status, code = http.StatusForbidden, codeForbidden
+		status, code, sentinel = http.StatusForbidden, codeForbidden, auth.ErrForbidden
 	default:
 		return classification{}, false
 	}
-	// The message is the error's own, which names a token by its id at
-	// most (package auth never puts a secret in an error).
-	return classification{status: status, body: errorResponse{Error: errorBody{Code: code, Message: err.Error()}}}, true
+	// The message is the error's own without the sentinel's words (the
+	// code says them); it names a token by its id at most: package auth
+	// never puts a secret in an error.
+	msg := strings.TrimPrefix(err.Error(), sentinel.Error()+": ")
+	return classification{status: status, body: errorResponse{Error: errorBody{Code: code, Message: msg}}}, true
 }
