@@ -31,6 +31,7 @@ type clientFlags struct {
 	sigv4        bool
 	region       string
 	quiet        bool // -q of produce and consume: no notices on a terminal, only errors
+	token        string
 }
 
 // defaultRetryTimeout is --retry-timeout's default.
@@ -50,7 +51,7 @@ const (
 	records
 )
 
-// addClientFlags adds --url, --verbose, --sigv4 and --region, and
+// addClientFlags adds --url, --token, --verbose, --sigv4 and --region, and
 // --retry-timeout and --binary as which says.
 func addClientFlags(c *cobra.Command, f *clientFlags, which clientFlagSet) {
 	fl := c.Flags()
@@ -68,6 +69,8 @@ func addClientFlags(c *cobra.Command, f *clientFlags, which clientFlagSet) {
 		"credentials from the AWS SDK's default chain (AWS_ACCESS_KEY_ID..., AWS_PROFILE, SSO, instance roles)")
 	bindEnv(c, "sigv4")
 	fl.StringVar(&f.region, "region", "", "AWS region for --sigv4 (default: the region in an execute-api URL's host,\nelse the SDK's chain: AWS_REGION, AWS_DEFAULT_REGION, the profile)")
+	fl.StringVar(&f.token, "token", "", "access token (tl_<id>_<secret>) for a server with token auth on (docs/auth.md);\nprefer the variable: a flag shows in the process list")
+	bindEnv(c, "token")
 }
 
 // newClient builds the client the flags describe.
@@ -82,6 +85,12 @@ func (f *clientFlags) newClient() (*tlclient.Client, error) {
 	}
 	if f.binary {
 		opts = append(opts, tlclient.WithFormat(tlclient.Binary))
+	}
+	if f.token != "" {
+		if f.sigv4 {
+			return nil, usagef("--token and --sigv4 both authenticate requests: use one")
+		}
+		opts = append(opts, tlclient.WithToken(f.token))
 	}
 	if f.sigv4 {
 		o, err := f.sigv4Option(context.Background())

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -46,6 +48,13 @@ Every flag can also be set by the environment variable named after it
 (--compact-interval: TIERLOG_COMPACT_INTERVAL); the flag wins. A duration
 or size of 0 means the server's default; "off" turns a timer off.
 
+--auth tokens requires an access token on every route but GET /v1/health
+(docs/auth.md). At the first start with tokens on and none made yet, it
+makes an admin token and prints it once on stdout; 'tierlog tokens create
+--data-dir DIR' makes one while the server is stopped. Without --auth
+tokens the server only listens on a loopback address (127.0.0.1, ::1,
+localhost) unless --auth none is given explicitly.
+
 It stops gracefully on SIGTERM or SIGINT: in-flight requests finish, files
 are synced and leases released.`,
 		Args: cobra.NoArgs,
@@ -57,6 +66,8 @@ are synced and leases released.`,
 	}
 	f := c.Flags()
 	f.StringVar(&o.listen, "listen", defaultListen, "address to serve HTTP on")
+	f.StringVar(&o.cfg.Auth, "auth", "", "none or tokens: require an access token on every route but /v1/health (docs/auth.md);\n"+
+		"without tokens only a loopback --listen is allowed unless none is given explicitly")
 	f.StringVar(&o.cfg.Backend, "backend", tlserver.BackendLocal, "local or aws")
 	f.StringVar(&o.cfg.DataDir, "data-dir", "", "local backend: directory for everything (default ./.tierlog, the server's)")
 	f.StringVar(&o.cfg.HotDir, "hot-dir", "", "aws backend: hot tier directory, may be shared")
@@ -82,7 +93,54 @@ are synced and leases released.`,
 	return c
 }
 
+// checkListen refuses to serve a non-loopback address without token
+// auth, unless auth says "none" explicitly ("" is the default, none).
+func checkListen(listen, auth string) error {
+	switch auth {
+	case "", tlserver.AuthNone, tlserver.AuthTokens:
+	default:
+		return usagef("--auth %q: want %s or %s", auth, tlserver.AuthNone, tlserver.AuthTokens)
+	}
+	if auth != "" || loopback(listen) {
+		return nil
+	}
+	return usagef("--listen %s is not a loopback address: anyone who can reach it could read, write and delete every topic. "+
+		"Start with --auth tokens (docs/auth.md), or --auth none to serve it without auth anyway", listen)
+}
+
+// loopback reports whether the listen address only accepts connections
+// from this machine.
+func loopback(listen string) bool {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// firstToken makes an admin token when token auth is on and the store has
+// none yet, and prints it once on out (stdout: never the log).
+func firstToken(ctx context.Context, s *tlserver.Server, out io.Writer) error {
+	list, err := s.Tokens.Tokens(ctx)
+	if err != nil || len(list) > 0 {
+		return err
+	}
+	t, secret, err := s.Tokens.Create(ctx, "first admin token, made at the first start", 0, adminScope())
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(out, "No access token existed: made admin token %s. It is shown only now:\n\n  export TIERLOG_TOKEN=%s\n\n", t.ID, secret)
+	return err
+}
+
 func serve(ctx context.Context, o serveOpts) error {
+	if err := checkListen(o.listen, o.cfg.Auth); err != nil {
+		return err
+	}
 	ho := &slog.HandlerOptions{Level: o.logLevel}
 	var h slog.Handler = slog.NewTextHandler(os.Stderr, ho)
 	if o.logJSON {
@@ -96,6 +154,11 @@ func serve(ctx context.Context, o serveOpts) error {
 		return err
 	}
 	defer s.Close()
+	if cfg.Auth == tlserver.AuthTokens {
+		if err := firstToken(ctx, s, os.Stdout); err != nil {
+			return fmt.Errorf("first access token: %w", err)
+		}
+	}
 	s.Start()
 
 	ln, err := net.Listen("tcp", o.listen)
@@ -105,7 +168,7 @@ func serve(ctx context.Context, o serveOpts) error {
 	srv := s.HTTPServer()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	logger.Info("tierlog listening", "addr", ln.Addr().String(), "backend", cfg.Backend)
+	logger.Info("tierlog listening", "addr", ln.Addr().String(), "backend", cfg.Backend, "auth", cmp.Or(cfg.Auth, tlserver.AuthNone))
 
 	select {
 	case err := <-errc:

@@ -87,6 +87,13 @@ type Config struct {
 	// has no hot tier: /mnt/tierlog does not exist there.
 	HotTier string `json:"hotTier"`
 
+	// Auth is how the API authorizes requests (docs/auth.md): "iam"
+	// (default) puts IAM authorization on every route; "tokens" leaves the
+	// routes to the functions, which require an access token
+	// (TIERLOG_AUTH=tokens), and keeps IAM authorization on the token
+	// routes only: an IAM-signed call makes the first admin token.
+	Auth string `json:"auth"`
+
 	// Nag applies the cdk-nag AwsSolutions checks at synth (main.go only;
 	// errors fail `cdk synth` and `cdk deploy`). Default true.
 	Nag bool `json:"nag"`
@@ -110,6 +117,7 @@ func DefaultConfig() Config {
 		LogRetentionDays:        30,
 		CompactorInvokeEndpoint: true,
 		HotTier:                 HotTierEFS,
+		Auth:                    AuthIAM,
 		Nag:                     true,
 	}
 }
@@ -119,6 +127,15 @@ const (
 	HotTierEFS       = "efs"
 	HotTierBindMount = "bindMount"
 )
+
+// Auth values (Config.Auth).
+const (
+	AuthIAM    = "iam"
+	AuthTokens = "tokens"
+)
+
+// Tokens reports whether the functions verify access tokens.
+func (c Config) Tokens() bool { return c.Auth == AuthTokens }
 
 // EFS reports whether the hot tier is an EFS file system (and so the
 // functions run in a VPC).
@@ -180,6 +197,9 @@ func (c Config) validate() error {
 	}
 	if c.LambdaArch != "arm64" && c.LambdaArch != "amd64" {
 		bad("lambdaArch = %q: want arm64 or amd64 (GOARCH of the zips)", c.LambdaArch)
+	}
+	if c.Auth != AuthIAM && c.Auth != AuthTokens {
+		bad("auth = %q: want %s or %s", c.Auth, AuthIAM, AuthTokens)
 	}
 	if c.HotTier != HotTierEFS && c.HotTier != HotTierBindMount {
 		bad("hotTier = %q: want %s or %s", c.HotTier, HotTierEFS, HotTierBindMount)
@@ -277,6 +297,8 @@ func ConfigFromContext(get func(key string) any) (Config, error) {
 			c.HotTier = v
 		}
 	}
+	str("auth", &c.Auth)
+	c.Auth = strings.ToLower(strings.TrimSpace(c.Auth))
 	boolean("nag", &c.Nag)
 	if len(errs) > 0 {
 		return Config{}, fmt.Errorf("tierlog cdk config: %s", strings.Join(errs, "; "))

@@ -44,4 +44,8 @@ var Routes = []Route{
 	{awsapigatewayv2.HttpMethod_HEAD, "/v1/subscriptions/{name}", FnFetch},
 	{awsapigatewayv2.HttpMethod_PATCH, "/v1/subscriptions/{name}", FnProduce},
 	{awsapigatewayv2.HttpMethod_DELETE, "/v1/subscriptions/{name}", FnProduce},
+	{awsapigatewayv2.HttpMethod_POST, "/v1/tokens", FnProduce},
+	{awsapigatewayv2.HttpMethod_GET, "/v1/tokens", FnFetch},
+	{awsapigatewayv2.HttpMethod_HEAD, "/v1/tokens", FnFetch},
+	{awsapigatewayv2.HttpMethod_DELETE, "/v1/tokens/{id}", FnProduce},
 }

@@ -360,7 +360,11 @@ func NewTierlogStack(scope constructs.Construct, id *string, props *TierlogStack
 	compactor := newFunction("Compactor", FnCompactor,
 		"tierlog compactor: seals EFS segments into S3, retention, cleanup (schedule + async invoke)",
 		cfg.CompactorMemoryMB, cfg.CompactorTimeoutSeconds, efsMount(true), env(nil), compactorReserved)
-	produceEnv := map[string]*string{}
+	produceEnv, fetchEnv := map[string]*string{}, map[string]*string{}
+	if cfg.Tokens() {
+		// The functions verify access tokens against the table.
+		produceEnv["TIERLOG_AUTH"], fetchEnv["TIERLOG_AUTH"] = jsii.String(AuthTokens), jsii.String(AuthTokens)
+	}
 	if cfg.CompactorInvokeEndpoint {
 		produceEnv["TIERLOG_COMPACTOR_FUNCTION"] = compactor.FunctionName()
 	}
@@ -369,7 +373,7 @@ func NewTierlogStack(scope constructs.Construct, id *string, props *TierlogStack
 		cfg.ProduceMemoryMB, cfg.ProduceTimeoutSeconds, efsMount(true), env(produceEnv), nil)
 	fetch := newFunction("Fetch", FnFetch,
 		"tierlog fetch: reads records (EFS hot tier, S3 cold tier), offsets, topic and group reads",
-		cfg.FetchMemoryMB, cfg.FetchTimeoutSeconds, efsMount(false), env(nil), nil)
+		cfg.FetchMemoryMB, cfg.FetchTimeoutSeconds, efsMount(false), env(fetchEnv), nil)
 
 	// The EFS file system policy replaces EFS's default policy (which lets
 	// any client that reaches a mount target do anything). Both ClientMount
@@ -444,10 +448,20 @@ func NewTierlogStack(scope constructs.Construct, id *string, props *TierlogStack
 		integrations[name] = awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String(capitalize(name)+"Integration"), fn,
 			&awsapigatewayv2integrations.HttpLambdaIntegrationProps{PayloadFormatVersion: awsapigatewayv2.PayloadFormatVersion_VERSION_2_0()})
 	}
+	// With auth=iam every route needs IAM authorization. With auth=tokens
+	// the functions verify access tokens and API Gateway authorizes
+	// nothing but the token routes, which stay IAM-only: tokens are made
+	// and revoked by IAM principals (the first one included).
+	var defaultAuthorizer awsapigatewayv2.IHttpRouteAuthorizer = awsapigatewayv2authorizers.NewHttpIamAuthorizer()
+	description := "tierlog HTTP API (API.md); SigV4-signed requests only"
+	if cfg.Tokens() {
+		defaultAuthorizer = nil
+		description = "tierlog HTTP API (API.md); access tokens, verified by the functions; token routes SigV4-signed"
+	}
 	api := awsapigatewayv2.NewHttpApi(stack, jsii.String("Api"), &awsapigatewayv2.HttpApiProps{
 		ApiName:           jsii.String(*id),
-		Description:       jsii.String("tierlog HTTP API (API.md); SigV4-signed requests only"),
-		DefaultAuthorizer: awsapigatewayv2authorizers.NewHttpIamAuthorizer(),
+		Description:       jsii.String(description),
+		DefaultAuthorizer: defaultAuthorizer,
 		// The $default route (IAM-authorized too): a signed request no
 		// route matches reaches fetch, whose route filter answers 404
 		// not_found or 405 method_not_allowed (with Allow) in docs/api.md's
@@ -455,11 +469,18 @@ func NewTierlogStack(scope constructs.Construct, id *string, props *TierlogStack
 		DefaultIntegration: integrations[FnFetch],
 	})
 	for _, r := range Routes {
-		api.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
+		opts := &awsapigatewayv2.AddRoutesOptions{
 			Path:        jsii.String(r.Path),
 			Methods:     &[]awsapigatewayv2.HttpMethod{r.Method},
 			Integration: integrations[r.Function],
-		})
+		}
+		if cfg.Tokens() && tokenRoute(r.Path) {
+			opts.Authorizer = awsapigatewayv2authorizers.NewHttpIamAuthorizer()
+		}
+		api.AddRoutes(opts)
+	}
+	if cfg.Tokens() {
+		addTokenAuthSuppression(api)
 	}
 	// The default stage's access log (HttpStage's own accessLogSettings
 	// takes an interface, the L1 property is simpler).
@@ -538,6 +559,8 @@ func NewTierlogStack(scope constructs.Construct, id *string, props *TierlogStack
 			"<ApiArn>/$default/*/v1/groups/GROUP/offsets for a consumer group)", examplePolicy(apiArn, "TOPIC", "*")},
 		{"ExampleTopicReadOnlyPolicyStatement", "IAM policy statement: consume from one topic only (replace TOPIC)",
 			examplePolicy(apiArn, "TOPIC", "GET", "HEAD")},
+		{"TokenAdminPolicyStatement", "IAM policy statement: make, list and revoke access tokens (with auth=tokens, the only IAM-authorized routes)",
+			jsii.String(`{"Effect":"Allow","Action":"execute-api:Invoke","Resource":["` + *apiArn + `/$default/*/v1/tokens","` + *apiArn + `/$default/*/v1/tokens/*"]}`)},
 		{"TableName", "DynamoDB metadata table", table.TableName()},
 		{"BucketName", "S3 cold-tier bucket", bucket.BucketName()},
 		{"CompactorFunctionName", "compactor function (invoke to run a compaction now)", compactor.FunctionName()},
@@ -551,6 +574,11 @@ func NewTierlogStack(scope constructs.Construct, id *string, props *TierlogStack
 
 	addNagSuppressions([]awsiam.IRole{produce.Role(), fetch.Role(), compactor.Role()}, bucket)
 	return stack
+}
+
+// tokenRoute reports whether path is a token route (/v1/tokens...).
+func tokenRoute(path string) bool {
+	return path == "/v1/tokens" || strings.HasPrefix(path, "/v1/tokens/")
 }
 
 // examplePolicy is an IAM policy statement, as JSON, allowing

@@ -686,6 +686,10 @@ func TestHTTPAPI(t *testing.T) {
 		"GET /v1/topics/{topic}/partitions/{partition}/offsets":  "Fetch",
 		"GET /v1/groups/{group}/offsets":                         "Fetch",
 		"GET /v1/health":                                         "Fetch",
+		"POST /v1/tokens":                                        "Produce",
+		"GET /v1/tokens":                                         "Fetch",
+		"HEAD /v1/tokens":                                        "Fetch",
+		"DELETE /v1/tokens/{id}":                                 "Produce",
 		// HEAD wherever the API serves it (every GET route): API Gateway
 		// matches methods exactly, so without these a HEAD would fall to
 		// $default and be answered 405.
@@ -843,6 +847,8 @@ func TestOutputs(t *testing.T) {
 		"ExampleTopicReadOnlyPolicyStatement": `{"Effect":"Allow","Action":"execute-api:Invoke","Resource":[` +
 			`"` + arn + `/$default/GET/v1/topics/TOPIC","` + arn + `/$default/GET/v1/topics/TOPIC/*",` +
 			`"` + arn + `/$default/HEAD/v1/topics/TOPIC","` + arn + `/$default/HEAD/v1/topics/TOPIC/*"]}`,
+		"TokenAdminPolicyStatement": `{"Effect":"Allow","Action":"execute-api:Invoke","Resource":[` +
+			`"` + arn + `/$default/*/v1/tokens","` + arn + `/$default/*/v1/tokens/*"]}`,
 	} {
 		o, ok := outputs[name].(map[string]any)
 		if !ok {
@@ -967,7 +973,8 @@ func TestConfigFromContext(t *testing.T) {
 		t.Fatalf("no context: %+v, %v; want the defaults", cfg, err)
 	}
 	d := DefaultConfig()
-	if d.ScheduleMinutes != 1 || !d.Retain() || d.DistDir != "../../dist" || !d.CompactorInvokeEndpoint || d.CompactorConcurrency != 0 {
+	if d.ScheduleMinutes != 1 || !d.Retain() || d.DistDir != "../../dist" || !d.CompactorInvokeEndpoint || d.CompactorConcurrency != 0 ||
+		d.Auth != AuthIAM || d.Tokens() {
 		t.Errorf("defaults changed: %+v", d)
 	}
 	// cdk.json values arrive as JSON numbers and booleans.
@@ -997,6 +1004,7 @@ func TestConfigFromContext(t *testing.T) {
 		{"compactorConcurrency": "-1"},
 		{"tableName": 7.0},
 		{"distDir": ""},
+		{"auth": "basic"},
 	} {
 		if _, err := ConfigFromContext(func(k string) any { return bad[k] }); err == nil {
 			t.Errorf("context %v accepted", bad)
@@ -1119,5 +1127,53 @@ func TestNagSuppressionsAreExactlyThese(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("nag suppressions:\n %v\nwant\n %v", got, want)
+	}
+}
+
+// TestTokenAuthStack: with auth=tokens the functions verify tokens
+// (TIERLOG_AUTH=tokens on produce and fetch), API Gateway authorizes only
+// the token routes (IAM: the bootstrap), and cdk-nag passes with the one
+// suppression that says so.
+func TestTokenAuthStack(t *testing.T) {
+	cfg, err := ConfigFromContext(func(k string) any { return map[string]any{"auth": "Tokens"}[k] })
+	if err != nil || !cfg.Tokens() {
+		t.Fatalf("auth=Tokens: %+v %v", cfg, err)
+	}
+	s := newStack(t, cfg, true)
+	res := s.resources()
+	n := 0
+	for _, id := range s.ofType("AWS::ApiGatewayV2::Route") {
+		p := props(res[id])
+		key := p["RouteKey"].(string)
+		want := "NONE"
+		if strings.Contains(key, " /v1/tokens") {
+			want = "AWS_IAM"
+			n++
+		}
+		if got, _ := p["AuthorizationType"].(string); got != want && !(want == "NONE" && got == "") {
+			t.Errorf("route %s: AuthorizationType %q, want %s", key, got, want)
+		}
+	}
+	if n != 4 {
+		t.Errorf("%d IAM-authorized token routes, want 4 (POST, GET, HEAD /v1/tokens, DELETE /v1/tokens/{id})", n)
+	}
+	for fn, want := range map[string]any{"Produce": "tokens", "Fetch": "tokens", "Compactor": nil} {
+		p := props(res[s.logicalID(t, "AWS::Lambda::Function", fn)])
+		vars := p["Environment"].(map[string]any)["Variables"].(map[string]any)
+		if got := vars["TIERLOG_AUTH"]; got != want {
+			t.Errorf("%s: TIERLOG_AUTH %v, want %v", fn, got, want)
+		}
+	}
+	anyNag := assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*"))
+	for _, m := range *assertions.Annotations_FromStack(s.stack).FindError(jsii.String("*"), anyNag) {
+		t.Errorf("cdk-nag error at %s: %v", *m.Id, m.Entry.Data)
+	}
+	// The IAM stack's functions verify nothing: API Gateway does.
+	d := defaultStack(t)
+	for _, fn := range []string{"Produce", "Fetch"} {
+		vars := props(d.resources()[d.logicalID(t, "AWS::Lambda::Function", fn)])["Environment"].(map[string]any)["Variables"].(map[string]any)
+		if _, ok := vars["TIERLOG_AUTH"]; ok {
+			t.Errorf("auth=iam: %s has TIERLOG_AUTH", fn)
+		}
 	}
 }

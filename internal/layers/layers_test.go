@@ -29,7 +29,7 @@ var layers = [][]string{
 	// The ports: metadata and objects.
 	{"pkg/meta", "pkg/objstore"},
 	// One partition's hot log; the cold tier.
-	{"pkg/partition", "pkg/tier"},
+	{"pkg/partition", "pkg/tier", "pkg/auth"},
 	// Topics, routing, produce, fetch, groups; finalize, retention, cleanup.
 	{"pkg/broker", "pkg/compactor", "pkg/subscribe"},
 	// The HTTP API over the broker.

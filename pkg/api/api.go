@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tierlog/tierlog/pkg/auth"
 	"github.com/tierlog/tierlog/pkg/broker"
 	"github.com/tierlog/tierlog/pkg/metrics"
 	"github.com/tierlog/tierlog/pkg/subscribe"
@@ -33,6 +34,9 @@ type config struct {
 	requests    *metrics.HTTP
 	stream      *StreamConfig // nil: no streaming fetch (sse.go)
 	subs        *subscribe.Service
+	auth        *auth.Verifier // nil: no token routes (auth.go)
+	enforce     bool           // token auth on (WithAuth)
+	trusted     func(*http.Request) bool
 }
 
 // extraRoute is a route outside docs/api.md that the handler serves as well.
@@ -100,13 +104,17 @@ type server struct {
 	requests    *metrics.HTTP      // by route pattern (routes.go)
 	stream      *StreamConfig      // nil: no streaming fetch (sse.go)
 	subs        *subscribe.Service // nil: no subscription routes (subscriptions.go)
+	auth        *auth.Verifier     // nil: no token routes (auth.go)
+	enforce     bool               // token auth on: admit checks tokens
+	trusted     func(*http.Request) bool
 }
 
 // New returns the http.Handler of docs/api.md serving b. The handler is safe for
 // concurrent use; it answers every request with a fresh X-Request-Id header.
 func New(b *broker.Broker, opts ...Option) http.Handler {
 	c := applyDefaults(opts)
-	s := &server{b: b, log: c.log, mux: http.NewServeMux(), bodyTimeout: c.bodyTimeout, requests: c.requests, stream: c.stream, subs: c.subs}
+	s := &server{b: b, log: c.log, mux: http.NewServeMux(), bodyTimeout: c.bodyTimeout, requests: c.requests, stream: c.stream,
+		auth: c.auth, enforce: c.enforce, trusted: c.trusted}
 	s.routes(c.extra)
 	return s
 }
@@ -134,17 +142,30 @@ func (s *server) routes(extra []extraRoute) {
 		}
 	}
 	for _, rt := range routeTable {
-		serve := rt.serve
+		serve, op := rt.serve, rt.op
 		register(rt.Method, rt.Path, func(w http.ResponseWriter, r *http.Request) {
 			// The one error exit of every handler: a handler that
-			// returns an error has written nothing.
-			if err := serve(s, w, r); err != nil {
+			// returns an error has written nothing. The route's
+			// operation is checked first (auth.go).
+			r, err := s.admit(r, op)
+			if err == nil {
+				err = serve(s, w, r)
+			}
+			if err != nil {
 				s.writeError(w, r, err)
 			}
 		})
 	}
 	for _, e := range extra {
-		register(e.method, e.path, e.h.ServeHTTP)
+		h := e.h
+		register(e.method, e.path, func(w http.ResponseWriter, r *http.Request) {
+			r, err := s.admit(r, extraRouteOp)
+			if err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
 	}
 	for _, p := range paths {
 		// The method-less pattern is less specific than the ones above, so

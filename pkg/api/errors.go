@@ -141,6 +141,9 @@ func classify(err error, requestID string) classification {
 	c := func(status int, code, msg string) classification {
 		return classification{status: status, body: errorResponse{Error: errorBody{Code: code, Message: msg}}}
 	}
+	if cl, ok := authRefusal(err); ok {
+		return cl
+	}
 	switch {
 	case errors.As(err, &ae):
 		cl := c(ae.status, ae.code, ae.msg)
@@ -302,6 +305,9 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	h := w.Header()
 	if cl.allow != "" {
 		h.Set("Allow", cl.allow)
+	}
+	if cl.status == http.StatusUnauthorized {
+		h.Set("WWW-Authenticate", "Bearer")
 	}
 	if cl.status == http.StatusServiceUnavailable || cl.body.Error.Code == codeKeyInUse {
 		// A key in use is retriable too: once the first request is

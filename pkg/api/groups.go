@@ -7,8 +7,10 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"slices"
 	"time"
 
+	"github.com/tierlog/tierlog/pkg/auth"
 	"github.com/tierlog/tierlog/pkg/broker"
 	"github.com/tierlog/tierlog/pkg/meta"
 )
@@ -46,6 +48,15 @@ func (s *server) commitGroupOffsets(w http.ResponseWriter, r *http.Request) erro
 	}
 	offs, err := convertCommit(req)
 	if err != nil {
+		return err
+	}
+	topics := make([]string, 0, 1)
+	for _, o := range offs {
+		if !slices.Contains(topics, o.Topic) {
+			topics = append(topics, o.Topic)
+		}
+	}
+	if err := s.authorize(r, auth.Groups, topics, nil); err != nil {
 		return err
 	}
 	var fence *broker.MemberFence
@@ -168,6 +179,9 @@ func (s *server) groupOffsets(w http.ResponseWriter, r *http.Request) error {
 	if err := checkTopic(topic); err != nil {
 		return err
 	}
+	if err := s.authorize(r, auth.Consume, []string{topic}, nil); err != nil {
+		return err
+	}
 	gos, err := s.b.GroupOffsets(r.Context(), group, topic)
 	if err != nil {
 		return err
@@ -195,9 +209,11 @@ func (s *server) listGroups(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := struct {
 		Groups []groupSummaryJSON `json:"groups"`
-	}{Groups: make([]groupSummaryJSON, len(gs))}
-	for i, g := range gs {
-		out.Groups[i] = groupSummaryJSON{Group: g.Group, Members: g.Members}
+	}{Groups: make([]groupSummaryJSON, 0, len(gs))}
+	for _, g := range gs {
+		if s.visible(r, true, g.Group) { // a token lists the groups it covers
+			out.Groups = append(out.Groups, groupSummaryJSON{Group: g.Group, Members: g.Members})
+		}
 	}
 	s.writeJSON(w, r, http.StatusOK, &out)
 	return nil
@@ -293,6 +309,9 @@ func (s *server) resetGroupOffsets(w http.ResponseWriter, r *http.Request) error
 	if err := checkTopic(*req.Topic); err != nil {
 		return err
 	}
+	if err := s.authorize(r, auth.Admin, []string{*req.Topic}, nil); err != nil {
+		return err
+	}
 	rr := broker.ResetRequest{Topic: *req.Topic, Timestamp: req.Timestamp, Offset: req.Offset}
 	if req.To != nil {
 		if *req.To == "" {
@@ -361,6 +380,9 @@ func (s *server) joinGroup(w http.ResponseWriter, r *http.Request) error {
 			return badRequest("session_timeout_ms %d must be %d to %d", ms, broker.MinSessionTimeout.Milliseconds(), broker.MaxSessionTimeout.Milliseconds())
 		}
 		session = time.Duration(ms) * time.Millisecond
+	}
+	if err := s.authorize(r, auth.Groups, req.Topics, nil); err != nil {
+		return err
 	}
 	m, err := s.b.JoinGroup(r.Context(), group, req.Topics, session)
 	if err != nil {

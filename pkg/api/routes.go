@@ -3,6 +3,8 @@ package api
 import (
 	"net/http"
 	"time"
+
+	"github.com/tierlog/tierlog/pkg/auth"
 )
 
 // Route is one route of docs/api.md: a method and a ServeMux path pattern
@@ -16,37 +18,48 @@ type Route struct {
 	Path   string
 }
 
-// routeTable is docs/api.md's routes with the handler of each, in the order
-// New registers them; a path's methods are listed in its Allow header in
-// this order, each GET followed by HEAD.
+// routeTable is docs/api.md's routes with the operation and the handler of
+// each, in the order New registers them; a path's methods are listed in its
+// Allow header in this order, each GET followed by HEAD.
+//
+// op is what the route does, for access tokens (docs/auth.md): with token
+// auth on, the registration refuses a request whose token does not grant
+// op on the path's {topic} and {group} before the handler runs; a handler
+// whose body names topics or groups checks them with s.authorize after
+// decoding and before reading or changing anything. Every row declares
+// one (TestEveryRouteDeclaresAnOperation).
 var routeTable = []struct {
 	Route
+	op    auth.Op
 	serve func(*server, http.ResponseWriter, *http.Request) error
 }{
-	{Route{http.MethodGet, "/v1/health"}, (*server).health},
-	{Route{http.MethodGet, "/v1/topics"}, (*server).listTopics},
-	{Route{http.MethodPost, "/v1/topics"}, (*server).createTopic},
-	{Route{http.MethodGet, "/v1/topics/{topic}"}, (*server).getTopic},
-	{Route{http.MethodDelete, "/v1/topics/{topic}"}, (*server).deleteTopic},
-	{Route{http.MethodPost, "/v1/topics/{topic}/records"}, (*server).produce},
-	{Route{http.MethodGet, "/v1/topics/{topic}/partitions/{partition}/records"}, (*server).fetch},
-	{Route{http.MethodPost, "/v1/topics/{topic}/partitions/{partition}/records"}, (*server).producePartition},
-	{Route{http.MethodGet, "/v1/topics/{topic}/partitions/{partition}/offsets"}, (*server).offsets},
-	{Route{http.MethodPatch, "/v1/topics/{topic}"}, (*server).patchTopic},
-	{Route{http.MethodGet, "/v1/groups/{group}/offsets"}, (*server).groupOffsets},
-	{Route{http.MethodPut, "/v1/groups/{group}/offsets"}, (*server).commitGroupOffsets},
-	{Route{http.MethodGet, "/v1/groups"}, (*server).listGroups},
-	{Route{http.MethodGet, "/v1/groups/{group}"}, (*server).describeGroup},
-	{Route{http.MethodDelete, "/v1/groups/{group}"}, (*server).deleteGroup},
-	{Route{http.MethodPost, "/v1/groups/{group}/offsets/reset"}, (*server).resetGroupOffsets},
-	{Route{http.MethodPost, "/v1/groups/{group}/members"}, (*server).joinGroup},
-	{Route{http.MethodPost, "/v1/groups/{group}/members/{member}/heartbeat"}, (*server).heartbeat},
-	{Route{http.MethodDelete, "/v1/groups/{group}/members/{member}"}, (*server).leaveGroup},
-	{Route{http.MethodPost, "/v1/subscriptions"}, (*server).createSubscription},
-	{Route{http.MethodGet, "/v1/subscriptions"}, (*server).listSubscriptions},
-	{Route{http.MethodGet, "/v1/subscriptions/{name}"}, (*server).getSubscription},
-	{Route{http.MethodPatch, "/v1/subscriptions/{name}"}, (*server).patchSubscription},
-	{Route{http.MethodDelete, "/v1/subscriptions/{name}"}, (*server).deleteSubscription},
+	{Route{http.MethodGet, "/v1/health"}, auth.Open, (*server).health},
+	{Route{http.MethodGet, "/v1/topics"}, auth.Describe, (*server).listTopics},
+	{Route{http.MethodPost, "/v1/topics"}, auth.Admin, (*server).createTopic},
+	{Route{http.MethodGet, "/v1/topics/{topic}"}, auth.Describe, (*server).getTopic},
+	{Route{http.MethodDelete, "/v1/topics/{topic}"}, auth.Admin, (*server).deleteTopic},
+	{Route{http.MethodPost, "/v1/topics/{topic}/records"}, auth.Produce, (*server).produce},
+	{Route{http.MethodGet, "/v1/topics/{topic}/partitions/{partition}/records"}, auth.Consume, (*server).fetch},
+	{Route{http.MethodPost, "/v1/topics/{topic}/partitions/{partition}/records"}, auth.Produce, (*server).producePartition},
+	{Route{http.MethodGet, "/v1/topics/{topic}/partitions/{partition}/offsets"}, auth.Consume, (*server).offsets},
+	{Route{http.MethodPatch, "/v1/topics/{topic}"}, auth.Admin, (*server).patchTopic},
+	{Route{http.MethodGet, "/v1/groups/{group}/offsets"}, auth.Consume, (*server).groupOffsets},
+	{Route{http.MethodPut, "/v1/groups/{group}/offsets"}, auth.Groups, (*server).commitGroupOffsets},
+	{Route{http.MethodGet, "/v1/groups"}, auth.Consume, (*server).listGroups},
+	{Route{http.MethodGet, "/v1/groups/{group}"}, auth.Consume, (*server).describeGroup},
+	{Route{http.MethodDelete, "/v1/groups/{group}"}, auth.Admin, (*server).deleteGroup},
+	{Route{http.MethodPost, "/v1/groups/{group}/offsets/reset"}, auth.Admin, (*server).resetGroupOffsets},
+	{Route{http.MethodPost, "/v1/groups/{group}/members"}, auth.Groups, (*server).joinGroup},
+	{Route{http.MethodPost, "/v1/groups/{group}/members/{member}/heartbeat"}, auth.Groups, (*server).heartbeat},
+	{Route{http.MethodDelete, "/v1/groups/{group}/members/{member}"}, auth.Groups, (*server).leaveGroup},
+	{Route{http.MethodPost, "/v1/subscriptions"}, auth.Admin, (*server).createSubscription},
+	{Route{http.MethodGet, "/v1/subscriptions"}, auth.Admin, (*server).listSubscriptions},
+	{Route{http.MethodGet, "/v1/subscriptions/{name}"}, auth.Admin, (*server).getSubscription},
+	{Route{http.MethodPatch, "/v1/subscriptions/{name}"}, auth.Admin, (*server).patchSubscription},
+	{Route{http.MethodDelete, "/v1/subscriptions/{name}"}, auth.Admin, (*server).deleteSubscription},
+	{Route{http.MethodPost, "/v1/tokens"}, auth.ManageTokens, (*server).createToken},
+	{Route{http.MethodGet, "/v1/tokens"}, auth.ManageTokens, (*server).listTokens},
+	{Route{http.MethodDelete, "/v1/tokens/{id}"}, auth.ManageTokens, (*server).revokeToken},
 }
 
 // Routes returns docs/api.md's routes (a copy). A GET route also answers HEAD;

@@ -55,5 +55,5 @@ func headOf(m string) string {
 
 // concrete fills a pattern's wildcards: {partition} with 0, others with x1.
 func concrete(pattern string) string {
-	return strings.NewReplacer("{partition}", "0", "{topic}", "x1", "{group}", "x1", "{member}", "m1", "{name}", "x1").Replace(pattern)
+	return strings.NewReplacer("{partition}", "0", "{topic}", "x1", "{group}", "x1", "{member}", "m1", "{name}", "x1", "{id}", "0123456789abcdef").Replace(pattern)
 }

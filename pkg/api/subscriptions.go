@@ -1,12 +1,12 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 
+	"github.com/tierlog/tierlog/pkg/auth"
 	"github.com/tierlog/tierlog/pkg/meta"
 	"github.com/tierlog/tierlog/pkg/subscribe"
 )
@@ -46,19 +46,28 @@ func (s *server) subscriptions() (*subscribe.Service, error) {
 	return s.subs, nil
 }
 
-// touch finds every topic a subscription request touches before anything
-// changes: each must exist when mustExist. It is the one place a request's
-// topics are known, so a scope check of them belongs here.
-func (s *server) touch(ctx context.Context, svc *subscribe.Service, topics []string, mustExist bool) error {
+// touch checks every topic a subscription request touches before anything
+// changes: each is a valid name, r's token grants admin on it and on the
+// subscription's group (named after it), and each exists when mustExist.
+func (s *server) touch(r *http.Request, svc *subscribe.Service, name string, topics []string, mustExist bool) error {
 	for _, t := range topics {
 		if err := checkTopic(t); err != nil {
 			return err
 		}
 	}
+	if err := s.authorize(r, auth.Admin, topics, []string{name}); err != nil {
+		return err
+	}
 	if !mustExist {
 		return nil
 	}
-	return svc.CheckTopics(ctx, topics)
+	return svc.CheckTopics(r.Context(), topics)
+}
+
+// mayName checks, before a subscription is read, that r's token grants
+// admin on the group named after it.
+func (s *server) mayName(r *http.Request, name string) error {
+	return s.authorize(r, auth.Admin, nil, []string{name})
 }
 
 // POST /v1/subscriptions
@@ -75,7 +84,7 @@ func (s *server) createSubscription(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	if err := s.touch(r.Context(), svc, sub.Topics(), true); err != nil {
+	if err := s.touch(r, svc, sub.Name, sub.Topics(), true); err != nil {
 		return err
 	}
 	if sub, err = svc.Create(r.Context(), spec); err != nil {
@@ -95,14 +104,15 @@ func (s *server) listSubscriptions(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
+	shown := make([]subscribe.Subscription, 0, len(subs)) // those r's token covers
 	for _, sub := range subs {
-		if err := s.touch(r.Context(), svc, sub.Topics(), false); err != nil {
-			return err
+		if s.touch(r, svc, sub.Name, sub.Topics(), false) == nil {
+			shown = append(shown, sub)
 		}
 	}
 	s.writeJSON(w, r, http.StatusOK, struct {
 		Subscriptions []subscribe.Subscription `json:"subscriptions"`
-	}{subs})
+	}{shown})
 	return nil
 }
 
@@ -112,11 +122,14 @@ func (s *server) getSubscription(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := s.mayName(r, r.PathValue("name")); err != nil {
+		return err
+	}
 	sub, _, err := svc.Get(r.Context(), r.PathValue("name"))
 	if err != nil {
 		return err
 	}
-	if err := s.touch(r.Context(), svc, sub.Topics(), false); err != nil {
+	if err := s.touch(r, svc, sub.Name, sub.Topics(), false); err != nil {
 		return err
 	}
 	st, err := svc.Describe(r.Context(), sub)
@@ -145,6 +158,9 @@ func (s *server) patchSubscription(w http.ResponseWriter, r *http.Request) error
 			return badRequest("%s cannot be changed; PATCH takes enabled, batch_size, batch_window_ms, max_batch_bytes, max_retry_attempts, max_record_age_ms, bisect_batch_on_error and on_failure", f.name)
 		}
 	}
+	if err := s.mayName(r, r.PathValue("name")); err != nil {
+		return err
+	}
 	for range conflictRetries {
 		sub, version, err := svc.Get(r.Context(), r.PathValue("name"))
 		if err != nil {
@@ -154,7 +170,7 @@ func (s *server) patchSubscription(w http.ResponseWriter, r *http.Request) error
 		if req.OnFailure != nil && req.OnFailure.Topic != "" {
 			topics = append(topics, req.OnFailure.Topic)
 		}
-		if err := s.touch(r.Context(), svc, topics, req.OnFailure != nil && req.OnFailure.Topic != ""); err != nil {
+		if err := s.touch(r, svc, sub.Name, topics, req.OnFailure != nil && req.OnFailure.Topic != ""); err != nil {
 			return err
 		}
 		next, err := svc.Update(r.Context(), sub, version, req.Patch)
@@ -176,12 +192,15 @@ func (s *server) deleteSubscription(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
+	if err := s.mayName(r, r.PathValue("name")); err != nil {
+		return err
+	}
 	for range conflictRetries {
 		sub, version, err := svc.Get(r.Context(), r.PathValue("name"))
 		if err != nil {
 			return err
 		}
-		if err := s.touch(r.Context(), svc, sub.Topics(), false); err != nil {
+		if err := s.touch(r, svc, sub.Name, sub.Topics(), false); err != nil {
 			return err
 		}
 		err = svc.Delete(r.Context(), sub, version)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tierlog/tierlog/pkg/auth"
 	"github.com/tierlog/tierlog/pkg/broker"
 )
 
@@ -82,6 +83,9 @@ func (s *server) createTopic(w http.ResponseWriter, r *http.Request) error {
 	if err := checkTopic(*req.Name); err != nil {
 		return err
 	}
+	if err := s.authorize(r, auth.Admin, []string{*req.Name}, nil); err != nil {
+		return err
+	}
 	spec := broker.TopicSpec{
 		Name:           *req.Name,
 		RetentionMs:    req.RetentionMs,
@@ -116,9 +120,11 @@ func (s *server) listTopics(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := struct {
 		Topics []topicJSON `json:"topics"`
-	}{Topics: make([]topicJSON, len(ts))}
-	for i, t := range ts {
-		out.Topics[i] = toTopicJSON(t)
+	}{Topics: make([]topicJSON, 0, len(ts))}
+	for _, t := range ts {
+		if s.visible(r, false, t.Name) { // a token lists the topics it covers
+			out.Topics = append(out.Topics, toTopicJSON(t))
+		}
 	}
 	// docs/api.md promises name order; the broker lists sorted already, and this
 	// keeps the contract here whatever the store does.

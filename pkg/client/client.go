@@ -77,6 +77,7 @@ type config struct {
 	// retryUnreachable: retry a server never reached (WithRetryUnreachable);
 	// false, the default, fails fast.
 	retryUnreachable bool
+	token            string // access token, sent as "Authorization: Bearer"
 }
 
 // WithHTTPClient sets the HTTP client. The default has no overall timeout
@@ -96,6 +97,12 @@ func WithHTTPClient(hc *http.Client) Option { return func(c *config) { c.hc = hc
 func WithSigV4(creds aws.CredentialsProvider, region string) Option {
 	return func(c *config) { c.creds, c.region = creds, region }
 }
+
+// WithToken sends token (tl_<id>_<secret>, docs/auth.md) as
+// "Authorization: Bearer <token>" with every request, for a server with
+// token auth on. It cannot be combined with WithSigV4, which uses the
+// same header. The token is never logged.
+func WithToken(token string) Option { return func(c *config) { c.token = token } }
 
 // WithSigV4Service overrides the SigV4 service name ("execute-api"), for
 // example "lambda" for a function URL.
@@ -166,6 +173,12 @@ func applyDefaults(opts []Option) (config, error) {
 	}
 	if c.format != JSON && c.format != Binary {
 		return c, fmt.Errorf("client: unknown format %d", c.format)
+	}
+	if c.creds != nil && c.token != "" {
+		return c, errors.New("client: WithToken and WithSigV4 both set the Authorization header: use one")
+	}
+	if strings.ContainsAny(c.token, " \t\r\n") {
+		return c, errors.New("client: the token has white space in it")
 	}
 	if c.creds != nil {
 		if c.region == "" {
@@ -309,6 +322,7 @@ func (c *Client) send(ctx context.Context, rq *request) (*response, error) {
 		req.Header.Set(headerIdempotencyKey, rq.idempotencyKey)
 	}
 	req.Header.Set("User-Agent", c.cfg.userAgent)
+	c.authorize(req)
 	if c.signer != nil {
 		if err := c.sign(ctx, req, rq.body); err != nil {
 			return nil, err
@@ -351,6 +365,13 @@ func (c *Client) send(ctx context.Context, rq *request) (*response, error) {
 		return nil, parseError(op, res, data)
 	}
 	return &response{status: res.StatusCode, header: res.Header, body: data}, nil
+}
+
+// authorize adds the access token, if any.
+func (c *Client) authorize(req *http.Request) {
+	if c.cfg.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.cfg.token)
+	}
 }
 
 // sign adds SigV4 headers (Authorization, X-Amz-Date, and the session

@@ -41,6 +41,13 @@ const (
 	// CodeIdempotencyKeyReused (422): the Idempotency-Key was used for a
 	// request with other records; nothing was appended.
 	CodeIdempotencyKeyReused = "idempotency_key_reused"
+	// CodeUnauthorized (401): token auth is on and the request carries no
+	// valid token (none, malformed, unknown, expired, revoked).
+	CodeUnauthorized = "unauthorized"
+	// CodeForbidden (403): the token's scope does not cover the request.
+	CodeForbidden = "forbidden"
+	// CodeTokenNotFound (404): revoking an unknown token id.
+	CodeTokenNotFound = "token_not_found"
 )
 
 // Errors of idempotent and conditional produce, for errors.Is: an *Error

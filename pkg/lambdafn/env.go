@@ -25,6 +25,7 @@ const (
 	EnvCompactGrace      = "TIERLOG_COMPACT_GRACE"      // compactor: hot files of tiered segments stay this long; default 30s
 	EnvLeaseTTL          = "TIERLOG_LEASE_TTL"          // lease lifetime without a commit; default 10s
 	EnvNotifyTimeout     = "TIERLOG_NOTIFY_TIMEOUT"     // produce: bound on the compactor invoke; default 2s
+	EnvAuth              = "TIERLOG_AUTH"               // iam (default): API Gateway's IAM auth alone; tokens: access tokens (docs/auth.md)
 
 	// DefaultHotDir is where the functions mount EFS.
 	DefaultHotDir = "/mnt/tierlog"
@@ -50,7 +51,20 @@ type Env struct {
 	CompactGrace      time.Duration // 0: the server's default
 	LeaseTTL          time.Duration // 0: the server's default
 	NotifyTimeout     time.Duration
+	// Auth is AuthIAM or AuthTokens.
+	Auth string
 }
+
+// Auth modes of the functions (EnvAuth).
+const (
+	// AuthIAM: API Gateway authorizes every route with IAM; the functions
+	// check no tokens (the token routes still manage them).
+	AuthIAM = "iam"
+	// AuthTokens: the functions require an access token on every route
+	// but GET /v1/health, except requests API Gateway authorized with IAM
+	// (the token routes, which the stack keeps IAM-authorized).
+	AuthTokens = "tokens"
+)
 
 // LoadEnv reads Env with getenv (os.Getenv when nil). Every problem is
 // reported, joined, so one failed cold start shows them all.
@@ -65,11 +79,19 @@ func LoadEnv(getenv func(string) string) (Env, error) {
 		Prefix:            getenv(EnvPrefix),
 		CompactorFunction: getenv(EnvCompactorFunction),
 		NotifyTimeout:     DefaultNotifyTimeout,
+		Auth:              getenv(EnvAuth),
 	}
 	if e.HotDir == "" {
 		e.HotDir = DefaultHotDir
 	}
 	var errs []error
+	switch e.Auth {
+	case "":
+		e.Auth = AuthIAM
+	case AuthIAM, AuthTokens:
+	default:
+		errs = append(errs, fmt.Errorf("%s=%q: want %s or %s", EnvAuth, e.Auth, AuthIAM, AuthTokens))
+	}
 	if e.Table == "" {
 		errs = append(errs, fmt.Errorf("%s is required", EnvTable))
 	}

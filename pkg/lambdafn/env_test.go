@@ -15,20 +15,21 @@ func TestLoadEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	if e.HotDir != DefaultHotDir || e.Table != "t" || e.Bucket != "b" || e.Prefix != "" || e.CompactorFunction != "" ||
-		e.LogLevel != slog.LevelInfo || e.CreateResources || e.NotifyTimeout != DefaultNotifyTimeout || e.CacheBytes != 0 {
+		e.LogLevel != slog.LevelInfo || e.CreateResources || e.NotifyTimeout != DefaultNotifyTimeout || e.CacheBytes != 0 ||
+		e.Auth != AuthIAM {
 		t.Fatalf("defaults: %+v", e)
 	}
 	e, err = LoadEnv(mapEnv(map[string]string{
 		EnvTable: "t", EnvBucket: "b", EnvHotDir: "/efs", EnvPrefix: "p", EnvCompactorFunction: "c",
 		EnvLogLevel: "DEBUG", EnvCreateResources: "1", EnvCacheBytes: "1048576", EnvCompactGrace: "1m",
-		EnvLeaseTTL: "5s", EnvNotifyTimeout: "500ms", EnvAnswerCacheBytes: "-1",
+		EnvLeaseTTL: "5s", EnvNotifyTimeout: "500ms", EnvAnswerCacheBytes: "-1", EnvAuth: "tokens",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := Env{HotDir: "/efs", Table: "t", Bucket: "b", Prefix: "p", CompactorFunction: "c", LogLevel: slog.LevelDebug,
 		CreateResources: true, CacheBytes: 1 << 20, CompactGrace: time.Minute, LeaseTTL: 5 * time.Second,
-		NotifyTimeout: 500 * time.Millisecond, AnswerCacheBytes: -1}
+		NotifyTimeout: 500 * time.Millisecond, AnswerCacheBytes: -1, Auth: AuthTokens}
 	if e != want {
 		t.Fatalf("got %+v\nwant %+v", e, want)
 	}
@@ -46,13 +47,13 @@ func TestLoadEnv(t *testing.T) {
 func TestLoadEnvErrors(t *testing.T) {
 	_, err := LoadEnv(mapEnv(map[string]string{
 		EnvLogLevel: "loud", EnvCreateResources: "maybe", EnvCacheBytes: "-1", EnvCompactGrace: "soon", EnvLeaseTTL: "0s",
-		EnvAnswerCacheBytes: "lots",
+		EnvAnswerCacheBytes: "lots", EnvAuth: "basic",
 	}))
 	if err == nil {
 		t.Fatal("no error")
 	}
 	// Every problem is reported at once.
-	for _, want := range []string{EnvTable, EnvBucket, EnvLogLevel, EnvCreateResources, EnvCacheBytes, EnvCompactGrace, EnvLeaseTTL, EnvAnswerCacheBytes} {
+	for _, want := range []string{EnvTable, EnvBucket, EnvLogLevel, EnvCreateResources, EnvCacheBytes, EnvCompactGrace, EnvLeaseTTL, EnvAnswerCacheBytes, EnvAuth} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not name %s: %v", want, err)
 		}

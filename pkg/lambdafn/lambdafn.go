@@ -148,6 +148,9 @@ func New(ctx context.Context, name string, opts ...Option) (*Function, error) {
 		// (Accept: text/event-stream) answers as a plain fetch (docs/api.md).
 		DisableStreaming: true,
 	}
+	if env.Auth == AuthTokens {
+		cfg.Auth, cfg.AuthTrusted = server.AuthTokens, iamAuthorized
+	}
 	release := true // a frozen container must not sit on a lease
 	cfg.ReleaseEachBatch = &release
 	// The fetch function mounts EFS read-only: it must never write there.
@@ -165,7 +168,7 @@ func New(ctx context.Context, name string, opts ...Option) (*Function, error) {
 		return nil, fmt.Errorf("lambdafn: %w", err)
 	}
 	f.srv = srv
-	log.Info("initialized", "hot_dir", env.HotDir, "table", env.Table, "bucket", env.Bucket,
+	log.Info("initialized", "auth", env.Auth, "hot_dir", env.HotDir, "table", env.Table, "bucket", env.Bucket,
 		"prefix", env.Prefix, "xray", XRayBuilt, "notify", f.notifier != nil,
 		"new_ms", float64(time.Since(start).Microseconds())/1000)
 	return f, nil

@@ -29,6 +29,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/tierlog/tierlog/pkg/api"
+	"github.com/tierlog/tierlog/pkg/auth"
 	"github.com/tierlog/tierlog/pkg/broker"
 	"github.com/tierlog/tierlog/pkg/compactor"
 	"github.com/tierlog/tierlog/pkg/meta"
@@ -45,6 +46,16 @@ import (
 const (
 	BackendLocal = "local"
 	BackendAWS   = "aws"
+)
+
+// Auth modes (Config.Auth; docs/auth.md).
+const (
+	// AuthNone admits every request; the token routes still manage
+	// tokens, so that they can be made before auth is turned on.
+	AuthNone = "none"
+	// AuthTokens requires an access token on every route but GET
+	// /v1/health.
+	AuthTokens = "tokens"
 )
 
 // DefaultBodyReadTimeout is how long the server waits for a request body
@@ -109,6 +120,14 @@ type Config struct {
 	// buffers every answer whole. Everything net/http serves (`tierlog
 	// serve`) streams.
 	DisableStreaming bool
+	// Auth is AuthNone (the default) or AuthTokens. Tokens live in the
+	// metadata store (the local journal, the DynamoDB table).
+	Auth string
+	// AuthOptions configure the token verifier (tests: its clock).
+	AuthOptions []auth.Option
+	// AuthTrusted, with AuthTokens, admits the requests it reports true
+	// for without a token: those API Gateway authorized with IAM.
+	AuthTrusted func(*http.Request) bool
 	// HotFSLatency, for benchmarks and tests, charges every hot-tier
 	// file-system call the latency of its network round trip under the
 	// profile (segment.LatencyFS; segment.ParseLatencyProfile names them),
@@ -166,6 +185,9 @@ type Server struct {
 	// Config.RunSubscriptions) runs subscriptions; nil when the metadata
 	// store keeps none.
 	Subscriptions *subscribe.Service
+	// Tokens verifies and manages access tokens (nil if the metadata
+	// store keeps none).
+	Tokens *auth.Verifier
 
 	handler http.Handler
 	kick    chan struct{} // a segment rolled: compact soon
@@ -205,6 +227,12 @@ func (c *Config) applyDefaults() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Auth == "" {
+		c.Auth = AuthNone
+	}
+	if c.Auth != AuthNone && c.Auth != AuthTokens {
+		return fmt.Errorf("server: unknown auth %q (want %q or %q)", c.Auth, AuthNone, AuthTokens)
 	}
 	switch c.Backend {
 	case BackendLocal:
@@ -361,6 +389,17 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if s.Subscriptions != nil {
 		opts = append(opts, api.WithSubscriptions(s.Subscriptions))
+	}
+	if ts, ok := s.Meta.(meta.TokenStore); ok {
+		s.Tokens = auth.New(ts, cfg.AuthOptions...)
+		if cfg.Auth == AuthTokens {
+			opts = append(opts, api.WithAuth(s.Tokens), api.WithTrusted(cfg.AuthTrusted))
+		} else {
+			opts = append(opts, api.WithTokenRoutes(s.Tokens))
+		}
+	} else if cfg.Auth == AuthTokens {
+		s.Close()
+		return nil, fmt.Errorf("server: auth %q: the metadata store keeps no tokens", cfg.Auth)
 	}
 	s.handler = api.New(b, opts...)
 	return s, nil

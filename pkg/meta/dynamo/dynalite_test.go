@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tierlog/tierlog/internal/testenv"
+	"github.com/tierlog/tierlog/pkg/meta"
 	"github.com/tierlog/tierlog/pkg/meta/metatest"
 )
 
@@ -41,4 +42,9 @@ func dynaliteEndpoint(t *testing.T) string {
 		t.Fatalf("dynalite: %v", dynalite.err)
 	}
 	return dynalite.proc.Endpoint
+}
+
+func TestTokenConformanceDynalite(t *testing.T) {
+	newStore := storeFactory(testClient(dynaliteEndpoint(t)))
+	metatest.RunTokens(t, func(t *testing.T) meta.TokenStore { return newStore(t).(meta.TokenStore) })
 }

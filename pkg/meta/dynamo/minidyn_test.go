@@ -6,6 +6,7 @@ import (
 
 	"github.com/truora/minidyn/server"
 
+	"github.com/tierlog/tierlog/pkg/meta"
 	"github.com/tierlog/tierlog/pkg/meta/metatest"
 )
 
@@ -21,4 +22,10 @@ func startMinidyn(t *testing.T) *httptest.Server {
 func TestConformanceMinidyn(t *testing.T) {
 	srv := startMinidyn(t)
 	metatest.Run(t, storeFactory(testClient(srv.URL)))
+}
+
+func TestTokenConformanceMinidyn(t *testing.T) {
+	srv := startMinidyn(t)
+	newStore := storeFactory(testClient(srv.URL))
+	metatest.RunTokens(t, func(t *testing.T) meta.TokenStore { return newStore(t).(meta.TokenStore) })
 }

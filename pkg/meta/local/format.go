@@ -45,6 +45,8 @@ const (
 	opDelSub     = "del_sub"
 	opPutDlv     = "put_dlv"
 	opDelDlv     = "del_dlv"
+	opPutToken   = "put_token"
+	opDelToken   = "del_token"
 	opBatch      = "batch" // mutations committed together (group commit)
 	opEnd        = "end"
 	opClosed     = "closed" // the close record's only frame (CLOSED)
@@ -203,6 +205,7 @@ type entry struct {
 	GState  *meta.GroupState       `json:"gstate,omitempty"`
 	Sub     *meta.SubscriptionItem `json:"sub,omitempty"`
 	Dlv     *meta.DeliveryItem     `json:"dlv,omitempty"`
+	Token   *meta.Token            `json:"token,omitempty"` // put_token; del_token names its id in Name
 	Batch   []*entry               `json:"batch,omitempty"` // batch: its mutations, in order
 }
 
@@ -247,6 +250,10 @@ func validEntry(e *entry) bool {
 		return e.GState != nil
 	case opDelGroup, opDelOffsets:
 		return e.Group != ""
+	case opPutToken:
+		return e.Token != nil && e.Token.ID != ""
+	case opDelToken:
+		return e.Name != ""
 	case opDelTopic, opPutOffsets, opEnd, opClosed:
 		return true
 	case opPutSub, opDelSub:

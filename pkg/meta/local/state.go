@@ -20,6 +20,7 @@ type state struct {
 	gstate map[string]meta.GroupState                        // group state items
 	subs   map[string]meta.SubscriptionItem                  // subscriptions.go
 	dlvs   map[string]map[int]meta.DeliveryItem              // subscription -> partition
+	tokens map[string]meta.Token                             // access tokens by id
 }
 
 func newState() state {
@@ -31,6 +32,7 @@ func newState() state {
 		gstate: map[string]meta.GroupState{},
 		subs:   map[string]meta.SubscriptionItem{},
 		dlvs:   map[string]map[int]meta.DeliveryItem{},
+		tokens: map[string]meta.Token{},
 	}
 }
 
@@ -69,6 +71,10 @@ func (st *state) apply(e *entry) error {
 		delete(st.gstate, e.Group)
 	case opDelOffsets:
 		delete(st.groups[e.Group], e.Name)
+	case opPutToken:
+		st.tokens[e.Token.ID] = e.Token.Clone()
+	case opDelToken:
+		delete(st.tokens, e.Name)
 	case opPutSeg:
 		k := meta.PartitionKey(*e.Key)
 		if st.segs[k] == nil {
@@ -146,6 +152,10 @@ func (st *state) entries() []*entry {
 	for _, g := range sortedKeys(st.gstate) {
 		gs := st.gstate[g].Clone()
 		out = append(out, &entry{Op: opPutGroup, GState: &gs})
+	}
+	for _, id := range sortedKeys(st.tokens) {
+		tok := st.tokens[id].Clone()
+		out = append(out, &entry{Op: opPutToken, Token: &tok})
 	}
 	return append(out, st.subEntries()...)
 }

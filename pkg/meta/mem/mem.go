@@ -23,6 +23,8 @@ type Store struct {
 	// gstates are the group state items.
 	gstates map[string]meta.GroupState
 	subs    *subs // subscriptions.go; made on first use
+	// tokens are the access tokens (tokens.go).
+	tokens tokenItems
 }
 
 var _ meta.Store = (*Store)(nil)

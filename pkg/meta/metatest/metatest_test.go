@@ -13,3 +13,7 @@ import (
 func TestMem(t *testing.T) {
 	metatest.Run(t, func(t *testing.T) meta.Store { return mem.New() })
 }
+
+func TestMemTokens(t *testing.T) {
+	metatest.RunTokens(t, func(t *testing.T) meta.TokenStore { return mem.New() })
+}
