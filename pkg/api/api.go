@@ -114,7 +114,7 @@ type server struct {
 func New(b *broker.Broker, opts ...Option) http.Handler {
 	c := applyDefaults(opts)
 	s := &server{b: b, log: c.log, mux: http.NewServeMux(), bodyTimeout: c.bodyTimeout, requests: c.requests, stream: c.stream,
-		auth: c.auth, enforce: c.enforce, trusted: c.trusted}
+		subs: c.subs, auth: c.auth, enforce: c.enforce, trusted: c.trusted}
 	s.routes(c.extra)
 	return s
 }

@@ -212,7 +212,7 @@ func TestAuthMatrix(t *testing.T) {
 	a.must(admin, "PUT", "/v1/groups/billing/offsets", `{"offsets":[{"topic":"orders","partition":0,"offset":1}]}`, 204, nil)
 
 	ops := []string{"produce", "consume", "groups", "admin"}
-	inScope := scopeArg{Topics: &nameArg{Names: []string{"orders", "fresh"}}, Groups: &nameArg{Names: []string{"billing"}}, Operations: ops}
+	inScope := scopeArg{Topics: &nameArg{Names: []string{"orders", "fresh"}}, Groups: &nameArg{Names: []string{"billing", "subs1"}}, Operations: ops}
 	otherNames := scopeArg{Topics: &nameArg{Names: []string{"other"}}, Groups: &nameArg{Names: []string{"audit"}}, Operations: ops}
 	in := a.token(admin, scopeMap(inScope), 0)
 	out := a.token(admin, scopeMap(otherNames), 0)
@@ -272,6 +272,11 @@ func TestAuthMatrix(t *testing.T) {
 		{"POST", "/v1/groups/billing/members", `{"topics":["orders"]}`, auth.Groups, 201, false, false},
 		{"POST", "/v1/groups/billing/members/{member}/heartbeat", nil, auth.Groups, 200, false, false},
 		{"DELETE", "/v1/groups/billing/members/{member}", nil, auth.Groups, 204, false, false},
+		{"POST", "/v1/subscriptions", `{"name":"subs1","topic":"orders","target":{"type":"http","url":"http://127.0.0.1:9/"},"enabled":false}`, auth.Admin, 201, false, false},
+		{"GET", "/v1/subscriptions", nil, auth.Admin, 200, true, false},
+		{"GET", "/v1/subscriptions/subs1", nil, auth.Admin, 200, false, false},
+		{"PATCH", "/v1/subscriptions/subs1", `{"batch_size":10}`, auth.Admin, 200, false, false},
+		{"DELETE", "/v1/subscriptions/subs1", nil, auth.Admin, 204, false, false},
 		{"DELETE", "/v1/groups/billing", nil, auth.Admin, 204, false, false},
 		{"DELETE", "/v1/topics/fresh", nil, auth.Admin, 204, false, false},
 		{"POST", "/v1/tokens", `{"scope":{"operations":["consume"]}}`, auth.ManageTokens, 201, false, true},
@@ -280,7 +285,7 @@ func TestAuthMatrix(t *testing.T) {
 	}
 	covered := map[string]bool{}
 	for _, rt := range rows {
-		pattern := strings.NewReplacer("orders", "{topic}", "fresh", "{topic}", "billing", "{group}",
+		pattern := strings.NewReplacer("orders", "{topic}", "fresh", "{topic}", "billing", "{group}", "subs1", "{name}",
 			"/partitions/0/", "/partitions/{partition}/", sacrifice.ID, "{id}").Replace(strings.SplitN(rt.path, "?", 2)[0])
 		covered[rt.method+" "+pattern] = true
 		path := strings.ReplaceAll(rt.path, "{member}", member)

@@ -30,8 +30,8 @@ func TestRouteTable(t *testing.T) {
 			}
 		}
 	}
-	if len(paths) != 15 {
-		t.Errorf("%d paths in the route table, want API.md's 15", len(paths))
+	if len(paths) != 17 {
+		t.Errorf("%d paths in the route table, want API.md's 17", len(paths))
 	}
 	for p := range paths {
 		rec := httptest.NewRecorder()
