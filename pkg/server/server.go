@@ -31,6 +31,7 @@ import (
 	"github.com/tierlog/tierlog/pkg/api"
 	"github.com/tierlog/tierlog/pkg/broker"
 	"github.com/tierlog/tierlog/pkg/compactor"
+	"github.com/tierlog/tierlog/pkg/console"
 	"github.com/tierlog/tierlog/pkg/meta"
 	"github.com/tierlog/tierlog/pkg/meta/local"
 	"github.com/tierlog/tierlog/pkg/metrics"
@@ -126,6 +127,11 @@ type Config struct {
 	// goroutine and must not block: the produce function only records
 	// the partition here and notifies the compactor before it answers.
 	OnRoll func(meta.PartitionKey)
+	// Console serves the web console at /ui/ and keeps its history in
+	// memory (pkg/console, docs/console.md); `tierlog serve` turns it on.
+	// ConsoleOptions configure it (tests: a clock, no ticker).
+	Console        bool
+	ConsoleOptions []console.Option
 }
 
 // Server is an assembled tierlog.
@@ -152,6 +158,8 @@ type Server struct {
 	// Streams counts the streaming fetches being served (nil with
 	// Config.DisableStreaming).
 	Streams *api.StreamStats
+	// Console is the web console at /ui/ (nil unless Config.Console).
+	Console *console.Console
 
 	handler http.Handler
 	kick    chan struct{} // a segment rolled: compact soon
@@ -340,6 +348,14 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		opts = append(opts, api.WithStreaming(api.StreamConfig{
 			KeepAlive: cfg.StreamKeepAlive, Done: s.streamsDone, Stats: s.Streams}))
 	}
+	if cfg.Console {
+		src := &console.Sources{Broker: b, Meta: s.Meta, Metrics: s.Metrics, Requests: s.Requests}
+		if s.Streams != nil {
+			src.Streamed = s.Streams.Events
+		}
+		s.Console = console.New(src, append([]console.Option{console.WithLogger(cfg.Logger)}, cfg.ConsoleOptions...)...)
+		opts = append(opts, api.WithRoute(http.MethodGet, console.Prefix, s.Console))
+	}
 	s.handler = api.New(b, opts...)
 	return s, nil
 }
@@ -442,6 +458,9 @@ func (s *Server) Start() {
 // files) and the stores.
 func (s *Server) Close() error {
 	s.EndStreams()
+	if s.Console != nil {
+		s.Console.Close()
+	}
 	if s.stop != nil {
 		s.stop()
 		s.wg.Wait()
