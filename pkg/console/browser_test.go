@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -126,12 +127,16 @@ type rec = map[string]any
 // (a produce, a commit and a sample per interval).
 func (cs *consoleServer) seed(t *testing.T, samples int) {
 	t.Helper()
-	cs.call(t, "POST", "/v1/topics", rec{"name": "orders", "partitions": 3}, 201, nil)
+	cs.call(t, "POST", "/v1/topics", rec{"name": "orders", "partitions": 3, "segment_bytes": 16384}, 201, nil)
 	cs.call(t, "POST", "/v1/topics", rec{"name": "clicks", "timestamp_type": "create"}, 201, nil)
 	committed := 0
+	var member struct {
+		MemberID string `json:"member_id"`
+	}
+	cs.call(t, "POST", "/v1/groups/analytics/members", rec{"topics": []string{"orders"}, "session_timeout_ms": 300000}, 201, &member)
 	for i := range samples {
 		var recs []rec
-		for j := range 1 + i%7 {
+		for j := range 3 + int(2.5*math.Sin(float64(i)/25)) + i%2 {
 			n := i*10 + j
 			recs = append(recs, rec{"key": fmt.Sprintf("customer-%d", n%13), "partition": n % 3,
 				"value":   rec{"order": n, "amount": 12.5 + float64(n%40), "currency": "EUR"},
@@ -150,6 +155,11 @@ func (cs *consoleServer) seed(t *testing.T, samples int) {
 		}
 		if i%10 == 0 {
 			cs.call(t, "GET", "/v1/topics/orders/partitions/1/records?offset=0&max_records=20", nil, 200, nil)
+		}
+		if i%40 == 39 {
+			if _, err := cs.Compactor.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if err := cs.Console.Sample(context.Background()); err != nil {
 			t.Fatal(err)
@@ -358,6 +368,8 @@ func TestBrowser(t *testing.T) {
 		if h := text(t, ctx, `#records-table tr[data-offset] td:nth-child(5)`); !strings.HasPrefix(h, `trace-id: "t-`) {
 			t.Errorf("headers cell %q", h)
 		}
+		run(t, ctx, "a page of 8", setValue("#mode", "newest"), setValue(`input[name=count]`, "8"), chromedp.Click(chromedp.CSS("#load")),
+			until(`document.querySelectorAll('#records-table tr[data-offset]').length === 8`))
 		shot(t, ctx, "records")
 		run(t, ctx, "hex", chromedp.SetValue(chromedp.CSS("#format"), "hex"),
 			do(`document.querySelector("#format").dispatchEvent(new Event("change"))`),
@@ -366,7 +378,7 @@ func TestBrowser(t *testing.T) {
 			chromedp.SetValue(chromedp.CSS("#offset"), "5"), chromedp.Click(chromedp.CSS("#load")),
 			until(`document.querySelector('#records-table tr[data-offset]').dataset.offset === "5"`),
 			chromedp.Click(chromedp.CSS("#newer")),
-			until(`document.querySelector('#records-table tr[data-offset]').dataset.offset === "55"`))
+			until(`document.querySelector('#records-table tr[data-offset]').dataset.offset === "13"`))
 		run(t, ctx, "from time", chromedp.SetValue(chromedp.CSS("#mode"), "time"),
 			setValue("#time", "2020-01-01T00:00:00"), chromedp.Click(chromedp.CSS("#load")),
 			until(`document.querySelector('#records-table tr[data-offset]').dataset.offset === "0"`))
@@ -493,6 +505,10 @@ func TestBrowser(t *testing.T) {
 				{"server-narrow", "#/server", `#chart-tiers canvas`},
 			} {
 				run(t, nctx, p.name, chromedp.Navigate(ui+p.hash), until(`document.querySelector('`+p.ready+`') !== null`))
+				if p.name == "records-narrow" {
+					run(t, nctx, "a page of 8", setValue(`input[name=count]`, "8"), chromedp.Click(chromedp.CSS("#load")),
+						until(`document.querySelectorAll('#records-table tr[data-offset]').length === 8`))
+				}
 				shot(t, nctx, p.name)
 			}
 		})
