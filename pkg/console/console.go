@@ -13,10 +13,11 @@
 //	GET /ui/api/lag?group=G      {"times":[ms...],"series":[LagPoint...]}: one group's lag per partition
 //
 // Memory: the ring holds Window/Interval samples (360 by default). A
-// sample is about 200 bytes plus 56 a request series and 56 a lag series
+// sample is about 200 bytes plus 48 a request series and 48 a lag series
 // it carries, at most MaxRequestSeries and MaxLagSeries; group and topic
-// names are held once (interned). docs/console.md gives the measured
-// figures.
+// names are held once (interned). Measured (TestHistoryMemory): about
+// 0.6 MiB for 20 request series and 16 lags a sample, 6.9 MiB at the
+// bounds.
 //
 // A Console is safe for concurrent use.
 package console
