@@ -379,6 +379,20 @@ async function pageRecords(topicName, p) {
       requestCount++;
       const r = await fetch(base + "/records?encoding=base64&offset=" + o.high_watermark, { headers: headers({ Accept: "text/event-stream" }), signal: ac.signal });
       if (!r.ok) { let j = null; try { j = await r.json(); } catch (e) { /* none */ } throw new APIError(r.status, j); }
+      if (!(r.headers.get("Content-Type") || "").startsWith("text/event-stream")) {
+        // A deployment that cannot stream (API Gateway) answers a plain
+        // fetch: follow with long polls instead.
+        let next = o.high_watermark;
+        for (let page = await r.json(); ; ) {
+          for (const rec of page.records) state.records.unshift(rec);
+          if (page.records.length) { state.records.length = Math.min(state.records.length, 1000); show(); }
+          next = page.next_offset;
+          requestCount++;
+          const p2 = await fetch(base + "/records?encoding=base64&wait_ms=20000&offset=" + next, { headers: headers(), signal: ac.signal });
+          if (!p2.ok) { let j = null; try { j = await p2.json(); } catch (e) { /* none */ } throw new APIError(p2.status, j); }
+          page = await p2.json();
+        }
+      }
       const reader = r.body.pipeThrough(new TextDecoderStream()).getReader();
       let buf = "";
       for (;;) {
