@@ -287,6 +287,9 @@ func TestBrowser(t *testing.T) {
 	began := time.Now()
 	cs := startServer(t)
 	cs.seed(t, 360)
+	if res, body := get(t, cs.url+"/ui/api/server", nil); res.StatusCode == 200 {
+		t.Logf("an hour of history: %d KiB of JSON", len(body)>>10)
+	}
 	ctx := browser(t, 1280, 800)
 	ui := cs.url + "/ui/"
 	perPage := map[string]int{}
