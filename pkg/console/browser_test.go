@@ -264,8 +264,16 @@ func requests(t *testing.T, ctx context.Context) int {
 	return n
 }
 
+// shot checks that the page fits its window's width (tables scroll in
+// their own box; the page never does sideways) and, with
+// -console.screenshots, writes its PNG.
 func shot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
+	var over int
+	run(t, ctx, "width of "+name, into(chromedp.Evaluate[int](`document.documentElement.scrollWidth - window.innerWidth`), &over))
+	if over > 0 {
+		t.Errorf("%s: the page is %d px wider than the window", name, over)
+	}
 	if *screenshots == "" {
 		return
 	}
@@ -325,6 +333,9 @@ func TestBrowser(t *testing.T) {
 		run(t, ctx, "topic page", chromedp.Navigate(ui+"#/topics/orders"),
 			until(`document.querySelectorAll('#partitions-table tbody tr').length === 3`))
 		perPage["topic"] = requests(t, ctx)
+		if cfg := text(t, ctx, "#topic-config"); !strings.Contains(cfg, "timestamp type") || !strings.Contains(cfg, "append") || strings.Contains(cfg, "[object") {
+			t.Errorf("topic configuration shows %q", cfg)
+		}
 		shot(t, ctx, "topic")
 		run(t, ctx, "update retention", chromedp.Navigate(ui+"#/topics/payments"),
 			until(`document.querySelector('#edit-topic input[name=retention_ms]').value !== ""`),
@@ -498,7 +509,7 @@ func TestBrowser(t *testing.T) {
 		}
 	})
 
-	if *screenshots != "" {
+	{
 		t.Run("narrow", func(t *testing.T) {
 			nctx := browser(t, 390, 844)
 			for _, p := range []struct{ name, hash, ready string }{

@@ -31,7 +31,7 @@ function table(cols, rows, opts) {
     h("thead", {}, h("tr", {}, cols.map((c) => h("th", { className: c.num ? "num" : "", text: c.t })))),
     h("tbody", {}, rows.length ? rows : h("tr", {}, h("td", { colSpan: cols.length, className: "muted", text: o.empty || "none" })))));
 }
-function kv(pairs) { return h("div", { className: "card kv" }, pairs.map(([k, v]) => [h("div", { text: k }), h("div", { text: String(v) })])); }
+function kv(pairs) { return h("div", { className: "card kv" }, pairs.flatMap(([k, v]) => [h("div", { text: k }), h("div", { text: String(v) })])); }
 function td(v, num) { return h("td", { className: num ? "num" : "" }, v instanceof Node ? v : String(v)); }
 
 // ---- formatting ----
