@@ -49,7 +49,7 @@ type consoleServer struct {
 	tick atomic.Int64
 }
 
-func startServer(t *testing.T) *consoleServer {
+func startServer(t *testing.T, opts ...func(*server.Config)) *consoleServer {
 	t.Helper()
 	cs := &consoleServer{}
 	start := time.Now().Add(-time.Hour)
@@ -59,6 +59,9 @@ func startServer(t *testing.T) *consoleServer {
 		ConsoleOptions: []console.Option{console.WithInterval(-1), console.WithClock(func() time.Time {
 			return start.Add(time.Duration(cs.tick.Add(1)) * console.DefaultInterval)
 		})},
+	}
+	for _, o := range opts {
+		o(&cfg)
 	}
 	s, err := server.Open(context.Background(), cfg)
 	if err != nil {
@@ -527,6 +530,19 @@ func TestBrowser(t *testing.T) {
 			}
 		})
 	}
+	// Where the API cannot stream (API Gateway; here a server with
+	// streaming off), Follow live follows with long polls.
+	t.Run("follow without streaming", func(t *testing.T) {
+		plain := startServer(t, func(c *server.Config) { c.DisableStreaming = true })
+		plain.call(t, "POST", "/v1/topics", rec{"name": "plain"}, 201, nil)
+		plain.call(t, "POST", "/v1/topics/plain/partitions/0/records", rec{"records": []rec{{"value": "before"}}}, 200, nil)
+		run(t, ctx, "follow", chromedp.Navigate(plain.url+"/ui/#/topics/plain/partitions/0"),
+			until(`document.querySelector('#records-table tr[data-offset="0"]') !== null`),
+			chromedp.Click(chromedp.CSS("#follow")), until(`document.querySelector("#follow-state .live") !== null`))
+		plain.call(t, "POST", "/v1/topics/plain/partitions/0/records", rec{"records": []rec{{"value": "after"}}}, 200, nil)
+		run(t, ctx, "followed", until(`document.querySelector('#records-table tr[data-offset] td:nth-child(4)').textContent === "after"`),
+			chromedp.Click(chromedp.CSS("#follow")), until(`document.querySelector("#follow-state .live") === null`))
+	})
 	t.Logf("requests per page load: %v", perPage)
 	t.Logf("browser test wall time: %v", time.Since(began).Round(time.Millisecond))
 }

@@ -45,6 +45,9 @@ func TestAssets(t *testing.T) {
 		!strings.Contains(string(body), `<script src="app.js">`) {
 		t.Fatalf("GET /ui/: %d %s %.200s", res.StatusCode, res.Header.Get("Content-Type"), body)
 	}
+	if res, body := get(t, cs.url+"/ui", nil); res.StatusCode != 200 || !strings.Contains(string(body), "<title>tierlog console</title>") {
+		t.Errorf("GET /ui (followed): %d %.100s, want the console", res.StatusCode, body)
+	}
 	if csp := res.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") {
 		t.Errorf("index CSP %q", csp)
 	}

@@ -495,7 +495,7 @@ async function pageGroup(name) {
   const refresh = async (box) => {
     const [g, lag] = await Promise.all([get("/v1/groups/" + enc(name)), history("lag?group=" + enc(name))]);
     const offs = await Promise.all(g.offset_topics.map((t) => get("/v1/groups/" + enc(name) + "/offsets?topic=" + enc(t))));
-    const dl = $("#group-topics");
+    const dl = rf.querySelector("#group-topics");
     clear(dl, g.offset_topics.map((t) => h("option", { value: t })));
     if (!rf.topic.value && g.offset_topics.length) rf.topic.value = g.offset_topics[0];
     const all = offs.flatMap((o) => o.offsets);
