@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/tierlog/tierlog/pkg/console"
@@ -206,4 +207,31 @@ func TestSamplerWindow(t *testing.T) {
 	if len(got) != 3 || got[0] != 3 || got[1] != 4 || got[2] != 5 {
 		t.Errorf("kept samples at seconds %v, want [3 4 5]", got)
 	}
+}
+
+// TestTicker: the console samples on its own every interval until Close
+// (in a synctest bubble: the clock is the bubble's).
+func TestTicker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		c := console.New(&console.Sources{}, console.WithInterval(time.Second), console.WithWindow(time.Minute))
+		time.Sleep(3*time.Second + time.Millisecond)
+		synctest.Wait()
+		c.Close()
+		time.Sleep(5 * time.Second) // closed: no more samples
+		w := httptest.NewRecorder()
+		c.ServeHTTP(w, httptest.NewRequest("GET", "/ui/api/server", nil))
+		var h history
+		if err := json.Unmarshal(w.Body.Bytes(), &h); err != nil {
+			t.Fatal(err)
+		}
+		if len(h.Samples) != 3 || h.IntervalMs != 1000 {
+			t.Errorf("%d samples at %d ms after 3 s and a Close, want 3 at 1000", len(h.Samples), h.IntervalMs)
+		}
+		for i, s := range h.Samples {
+			if want := start.Add(time.Duration(i+1) * time.Second).UnixMilli(); s.T != want {
+				t.Errorf("sample %d at %d, want %d", i, s.T, want)
+			}
+		}
+	})
 }

@@ -192,13 +192,15 @@ func (s *sampler) Sample(ctx context.Context) error {
 	slices.SortFunc(smp.Requests, func(a, b RequestCount) int {
 		return cmpRequests(a, b)
 	})
-	for _, ts := range topics {
-		for _, p := range ts.Partitions {
-			smp.HotBytes += p.HotBytes
-			smp.ColdBytes += p.ColdBytes
-		}
+	if errT == nil {
+		s.mu.topics = topics
 	}
-	smp.PendingBytes = pendingOf(topics)
+	// Sizes not read this time are the last ones read, not zeros.
+	for _, ts := range s.mu.topics {
+		smp.HotBytes += ts.HotBytes
+		smp.ColdBytes += ts.ColdBytes
+	}
+	smp.PendingBytes = pendingOf(s.mu.topics)
 	// Lags keep their names through the intern table: a group's name is
 	// held once however many samples mention it. The table is rebuilt
 	// from this sample's names, so names gone from the server leave it.
@@ -215,9 +217,6 @@ func (s *sampler) Sample(ctx context.Context) error {
 	}
 	s.mu.intern = intern
 	smp.Lags = lags
-	if errT == nil {
-		s.mu.topics = topics
-	}
 	s.mu.last = c
 	if len(s.mu.ring) < s.size {
 		s.mu.ring = append(s.mu.ring, smp)
