@@ -168,7 +168,8 @@ func (c *Console) Close() {
 	}
 }
 
-// loadAssets reads the embedded files once, with their ETags.
+// loadAssets reads the embedded files once, with their ETags. (Reading
+// an embed.FS does not fail: the files are in the binary.)
 func loadAssets() map[string]file {
 	out := map[string]file{}
 	_ = fs.WalkDir(assets, "assets", func(p string, d fs.DirEntry, err error) error {

@@ -189,9 +189,7 @@ func (s *sampler) Sample(ctx context.Context) error {
 		}
 		smp.Requests = append(smp.Requests, RequestCount{Route: k.Route, Method: k.Method, Code: k.Code, Count: d})
 	}
-	slices.SortFunc(smp.Requests, func(a, b RequestCount) int {
-		return cmpRequests(a, b)
-	})
+	slices.SortFunc(smp.Requests, cmpRequests)
 	if errT == nil {
 		s.mu.topics = topics
 	}

@@ -105,7 +105,10 @@ const get = (p) => api("GET", p);
 async function history(p) {
   try { return await get("/ui/api/" + p); } catch (e) { if (e.status === 404) return null; throw e; }
 }
-function errMsg(e) { return msg("err", (e.code ? e.code + ": " : "") + e.message); }
+function errMsg(e) {
+  const hint = e.status === 401 ? " Enter an access token in the header." : e.status === 403 ? " The access token's scope does not cover this." : "";
+  return msg("err", (e.code ? e.code + ": " : "") + e.message + hint);
+}
 
 // ---- confirmation ----
 function confirmDo(title, text, word) {
