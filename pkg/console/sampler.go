@@ -104,7 +104,8 @@ type counters struct {
 
 // sampler keeps the last Window/Interval samples in a ring. Safe for
 // concurrent use: Sample (the ticker, or a test) writes; the handlers read.
-// I/O (metadata reads) happens outside mu.
+// Lock order: run, then mu. I/O (metadata reads) happens under run only,
+// never under mu, so the handlers never wait for it.
 type sampler struct {
 	src  Sources
 	now  func() time.Time
