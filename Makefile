@@ -28,10 +28,17 @@ test: fmt-check lint test-deps
 	$(GO) test -race -count=1 -timeout 30m ./...
 	$(MAKE) cdk-test
 
-## test-deps: what the tests need beyond Go: dynalite (pinned in tools/dynalite)
+## test-deps: what the tests need beyond Go: dynalite (pinned in tools/dynalite) and Debian's chromium (the console's browser tests)
 test-deps:
 	@command -v node >/dev/null || { echo "node is required (dynalite, CDK)"; exit 1; }
 	cd tools/dynalite && npm ci --no-audit --no-fund --loglevel=error
+	@test -x /usr/bin/chromium || { command -v apt-get >/dev/null || { echo "chromium is required (pkg/console's browser tests): install Debian's chromium"; exit 1; }; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+
+## screenshots: the console's pages as PNGs into docs/console/ (the browser test, with -console.screenshots)
+.PHONY: screenshots
+screenshots:
+	$(GO) test -count=1 -run 'TestBrowser$$' ./pkg/console -console.screenshots $(CURDIR)/docs/console
 
 vet:
 	$(GO) vet ./...

@@ -73,6 +73,7 @@ func newRoot() *cobra.Command {
 		return usageError{fmt.Errorf("unknown command %q for %q (see '%s --help')", args[0], c.CommandPath(), c.CommandPath())}
 	}
 	root.AddCommand(newServeCmd(), newTopicsCmd(), newProduceCmd(), newConsumeCmd(),
-		newOffsetsCmd(), newGroupsCmd(), newSubscriptionsCmd(), newSegmentsCmd(), newRepairCmd(), newTokensCmd(), newBenchCmd(), newVersionCmd())
+		newOffsetsCmd(), newGroupsCmd(), newSubscriptionsCmd(), newSegmentsCmd(), newRepairCmd(), newTokensCmd(), newBenchCmd(), newVersionCmd(),
+		newConsoleCmd())
 	return root
 }

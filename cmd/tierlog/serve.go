@@ -149,6 +149,7 @@ func serve(ctx context.Context, o serveOpts) error {
 	logger := slog.New(h)
 	cfg := o.cfg // the flags mean what Config's fields mean: 0 the default, < 0 off
 	cfg.Logger = logger
+	cfg.Console = true // the web console at /ui/ (docs/console.md)
 	s, err := tlserver.Open(ctx, cfg)
 	if err != nil {
 		return err

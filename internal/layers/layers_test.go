@@ -34,6 +34,8 @@ var layers = [][]string{
 	{"pkg/broker", "pkg/compactor", "pkg/subscribe"},
 	// The HTTP API over the broker.
 	{"pkg/api"},
+	// The web console: its pages, and its history of the broker's counters.
+	{"pkg/console"},
 	// The ports' adapters and conformance suites: above the core, so that
 	// only the wiring above them picks a backend.
 	{"pkg/meta/local", "pkg/meta/mem", "pkg/meta/dynamo", "pkg/meta/metatest",

@@ -32,6 +32,7 @@ import (
 	"github.com/tierlog/tierlog/pkg/auth"
 	"github.com/tierlog/tierlog/pkg/broker"
 	"github.com/tierlog/tierlog/pkg/compactor"
+	"github.com/tierlog/tierlog/pkg/console"
 	"github.com/tierlog/tierlog/pkg/meta"
 	"github.com/tierlog/tierlog/pkg/meta/local"
 	"github.com/tierlog/tierlog/pkg/metrics"
@@ -155,6 +156,11 @@ type Config struct {
 	// nil, Targets (webhooks, and Lambda functions through the SDK's
 	// default configuration).
 	Subscribe subscribe.Config
+	// Console serves the web console at /ui/ and keeps its history in
+	// memory (pkg/console, docs/console.md); `tierlog serve` turns it on.
+	// ConsoleOptions configure it (tests: a clock, no ticker).
+	Console        bool
+	ConsoleOptions []console.Option
 }
 
 // Server is an assembled tierlog.
@@ -188,6 +194,8 @@ type Server struct {
 	// Tokens verifies and manages access tokens (nil if the metadata
 	// store keeps none).
 	Tokens *auth.Verifier
+	// Console is the web console at /ui/ (nil unless Config.Console).
+	Console *console.Console
 
 	handler http.Handler
 	kick    chan struct{} // a segment rolled: compact soon
@@ -401,6 +409,14 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		s.Close()
 		return nil, fmt.Errorf("server: auth %q: the metadata store keeps no tokens", cfg.Auth)
 	}
+	if cfg.Console {
+		src := &console.Sources{Broker: b, Meta: s.Meta, Metrics: s.Metrics, Requests: s.Requests}
+		if s.Streams != nil {
+			src.Streamed = s.Streams.Events
+		}
+		s.Console = console.New(src, append([]console.Option{console.WithLogger(cfg.Logger)}, cfg.ConsoleOptions...)...)
+		opts = append(opts, api.WithRoute(http.MethodGet, console.Prefix, s.Console))
+	}
 	s.handler = api.New(b, opts...)
 	return s, nil
 }
@@ -506,6 +522,9 @@ func (s *Server) Start() {
 func (s *Server) Close() error {
 	s.EndStreams()
 	s.closeSubscriptions()
+	if s.Console != nil {
+		s.Console.Close()
+	}
 	if s.stop != nil {
 		s.stop()
 		s.wg.Wait()
