@@ -43,6 +43,7 @@ type config struct {
 type extraRoute struct {
 	method, path string
 	h            http.Handler
+	open         func(*http.Request) bool // nil, or true for a request that needs no token (WithOpenRoute)
 }
 
 // WithLogger sets the logger for internal errors, the causes of 503s,
@@ -68,7 +69,15 @@ func WithBodyReadTimeout(d time.Duration) Option {
 // path are 405 in docs/api.md's shape. The local server serves /metrics so:
 // no path ever reaches a ServeMux that would answer it with a redirect.
 func WithRoute(method, path string, h http.Handler) Option {
-	return func(c *config) { c.extra = append(c.extra, extraRoute{method, path, h}) }
+	return func(c *config) { c.extra = append(c.extra, extraRoute{method: method, path: path, h: h}) }
+}
+
+// WithOpenRoute is WithRoute for a route whose requests that open reports
+// true for need no token with token auth on: static files that hold no
+// data (the web console's pages, which send the token with every request
+// they make for data).
+func WithOpenRoute(method, path string, h http.Handler, open func(*http.Request) bool) Option {
+	return func(c *config) { c.extra = append(c.extra, extraRoute{method: method, path: path, h: h, open: open}) }
 }
 
 // WithRequestMetrics counts every request into m: by route pattern
@@ -157,9 +166,13 @@ func (s *server) routes(extra []extraRoute) {
 		})
 	}
 	for _, e := range extra {
-		h := e.h
+		h, open := e.h, e.open
 		register(e.method, e.path, func(w http.ResponseWriter, r *http.Request) {
-			r, err := s.admit(r, extraRouteOp)
+			op := extraRouteOp
+			if open != nil && open(r) {
+				op = auth.Open
+			}
+			r, err := s.admit(r, op)
 			if err != nil {
 				s.writeError(w, r, err)
 				return

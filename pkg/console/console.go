@@ -194,6 +194,10 @@ func loadAssets() map[string]file {
 // Prefix is where the console is mounted.
 const Prefix = "/ui/"
 
+// DataPrefix is where the console's own data (the in-memory history) is
+// served, under Prefix: the pages are static, the data is not.
+const DataPrefix = Prefix + "api/"
+
 // contentPolicy lets the pages load only the console's own files and talk
 // only to their own origin.
 const contentPolicy = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"

@@ -23,6 +23,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -415,7 +416,11 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 			src.Streamed = s.Streams.Events
 		}
 		s.Console = console.New(src, append([]console.Option{console.WithLogger(cfg.Logger)}, cfg.ConsoleOptions...)...)
-		opts = append(opts, api.WithRoute(http.MethodGet, console.Prefix, s.Console))
+		// The pages are open; the data they show (console.DataPrefix)
+		// needs what /metrics needs with token auth on.
+		opts = append(opts, api.WithOpenRoute(http.MethodGet, console.Prefix, s.Console, func(r *http.Request) bool {
+			return !strings.HasPrefix(r.URL.Path, console.DataPrefix)
+		}))
 	}
 	s.handler = api.New(b, opts...)
 	return s, nil
