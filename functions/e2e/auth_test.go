@@ -1,19 +1,28 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/tierlog/tierlog/pkg/auth"
+	"github.com/tierlog/tierlog/pkg/meta"
+	"github.com/tierlog/tierlog/pkg/meta/dynamo"
 )
 
 // TestTokenAuthUnderRIE: the produce and fetch binaries under the RIE with
 // TIERLOG_AUTH=tokens, as a stack deployed with -c auth=tokens runs them.
 // The first admin token comes from an event API Gateway authorized with
 // IAM; then every route is tried with no token, a malformed one, a wrong
-// secret, a revoked one and one outside its scope (401 or 403, nothing
+// secret, an expired one, a revoked one and one outside its scope (401 or 403, nothing
 // changed), and in scope.
 func TestTokenAuthUnderRIE(t *testing.T) {
 	if testing.Short() {
@@ -72,6 +81,18 @@ func TestTokenAuthUnderRIE(t *testing.T) {
 		t.Fatalf("revoke: %d %s", r.Status, r.Body)
 	}
 	wrong := in[:len(in)-64] + strings.Repeat("0", 64)
+	// An expired token, written to the table as it stands once its time
+	// has passed (the API refuses to make one in the past).
+	sec := auth.NewSecret()
+	orders, billing := "orders", "billing"
+	ddb := dynamodb.NewFromConfig(aws.Config{Region: region, Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")},
+		func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(ep.URL) })
+	if err := dynamo.New(ddb, table).PutToken(context.Background(), meta.Token{ID: sec.ID, Hash: sec.Hash,
+		ExpiresMs: time.Now().Add(-time.Minute).UnixMilli(), Scope: meta.TokenScope{Topics: &meta.NameSet{Exact: &orders},
+			Groups: &meta.NameSet{Exact: &billing}, Operations: []string{"produce", "consume", "groups", "admin"}}}); err != nil {
+		t.Fatal(err)
+	}
+	expired := sec.Token
 
 	state := func() string {
 		var b strings.Builder
@@ -106,7 +127,8 @@ func TestTokenAuthUnderRIE(t *testing.T) {
 			code        string
 		}{
 			{"no token", "", 401, "unauthorized"}, {"malformed", "tl_x", 401, "unauthorized"},
-			{"wrong secret", wrong, 401, "unauthorized"}, {"revoked", revoked, 401, "unauthorized"},
+			{"wrong secret", wrong, 401, "unauthorized"}, {"expired", expired, 401, "unauthorized"},
+			{"revoked", revoked, 401, "unauthorized"},
 			{"out of scope", other, 403, "forbidden"},
 		} {
 			before := state()
