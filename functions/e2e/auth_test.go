@@ -22,8 +22,8 @@ import (
 // TIERLOG_AUTH=tokens, as a stack deployed with -c auth=tokens runs them.
 // The first admin token comes from an event API Gateway authorized with
 // IAM; then every route is tried with no token, a malformed one, a wrong
-// secret, an expired one, a revoked one and one outside its scope (401 or 403, nothing
-// changed), and in scope.
+// secret, an expired one, a revoked one and one outside its scope (401 or
+// 403, nothing changed), and in scope.
 func TestTokenAuthUnderRIE(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the functions under the Lambda Runtime Interface Emulator: skipped with -short (make unit); make test runs it")
