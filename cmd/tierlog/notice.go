@@ -96,8 +96,13 @@ func (h *noticeHandler) WithAttrs(as []slog.Attr) slog.Handler {
 func (h *noticeHandler) WithGroup(string) slog.Handler { return h }
 
 // explain rewrites an error for the person reading it: a server that
-// cannot be reached at all says where and what to check.
+// cannot be reached at all says where and what to check, and one that
+// wants a token says how to give it.
 func explain(err error) error {
+	var ae *tlclient.Error
+	if errors.As(err, &ae) && ae.Code == tlclient.CodeUnauthorized {
+		return &hintedError{hint: "the server requires an access token: --token or TIERLOG_TOKEN (docs/auth.md)", err: err}
+	}
 	if !tlclient.IsUnreachable(err) {
 		return err
 	}
@@ -130,11 +135,20 @@ type unreachableError struct {
 }
 
 func (e *unreachableError) Error() string { return e.msg }
+
+// hintedError is an error with what to do about it.
+type hintedError struct {
+	hint string
+	err  error
+}
+
+func (e *hintedError) Error() string      { return e.err.Error() + " (" + e.hint + ")" }
+func (e *hintedError) Unwrap() error      { return e.err }
 func (e *unreachableError) Unwrap() error { return e.err }
 
 // goPackagePrefix is a Go package name starting an error's text or a
 // wrapped error's, as the packages below the command line write them.
-var goPackagePrefix = regexp.MustCompile(`(^|: )(?:client|server|broker|partition|meta|segment|index|tier|compactor|objstore|s3|local|dynamo|wire|api): `)
+var goPackagePrefix = regexp.MustCompile(`(^|: )(?:client|server|broker|partition|meta|segment|index|tier|compactor|objstore|s3|local|dynamo|wire|api|auth): `)
 
 // cliMessage is err's text for the person at the terminal: without the
 // Go package names of the layers it passed through.

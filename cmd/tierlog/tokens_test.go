@@ -120,7 +120,7 @@ func TestTokensCLI(t *testing.T) {
 		t.Fatal("the server logged the secret")
 	}
 	r := cli(t, nil, "topics", "list", "--url", srv.url)
-	if r.code != 1 || !strings.Contains(r.stderr, "unauthorized") {
+	if r.code != 1 || !strings.Contains(r.stderr, "unauthorized") || !strings.Contains(r.stderr, "TIERLOG_TOKEN") {
 		t.Fatalf("topics list without a token: exit %d, stderr %q", r.code, r.stderr)
 	}
 	withToken := func(tok string, args ...string) cliResult {

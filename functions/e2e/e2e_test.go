@@ -55,15 +55,14 @@ func createResources(t testing.TB, url string) {
 	}
 }
 
-func startStack(t *testing.T, binDir string) *stack {
+// functionEnv is the environment every function gets: the emulated
+// endpoint, fake credentials, and the stack's table, bucket and hot dir.
+func functionEnv(t *testing.T, endpointURL, hotDir string) []string {
 	t.Helper()
-	ep := startEndpoint(t)
-	createResources(t, ep.URL)
-	s := &stack{ep: ep, hotDir: t.TempDir()}
 	home := t.TempDir()
-	base := []string{
+	return []string{
 		"HOME=" + home,
-		"AWS_ENDPOINT_URL=" + ep.URL,
+		"AWS_ENDPOINT_URL=" + endpointURL,
 		"AWS_REGION=" + region,
 		"AWS_ACCESS_KEY_ID=test",
 		"AWS_SECRET_ACCESS_KEY=test",
@@ -71,13 +70,21 @@ func startStack(t *testing.T, binDir string) *stack {
 		"AWS_SHARED_CREDENTIALS_FILE=" + filepath.Join(home, "none"),
 		"AWS_EC2_METADATA_DISABLED=true",
 		"AWS_XRAY_DAEMON_ADDRESS=127.0.0.1:" + strconv.Itoa(freeUDPPort(t)), // no daemon there
-		"TIERLOG_HOT_DIR=" + s.hotDir,
+		"TIERLOG_HOT_DIR=" + hotDir,
 		"TIERLOG_TABLE=" + table,
 		"TIERLOG_BUCKET=" + bucket,
 		"TIERLOG_PREFIX=" + prefix,
 		"TIERLOG_LOG_LEVEL=debug",
 		"TIERLOG_COMPACT_GRACE=1ms", // tiered segments leave the hot tier at once
 	}
+}
+
+func startStack(t *testing.T, binDir string) *stack {
+	t.Helper()
+	ep := startEndpoint(t)
+	createResources(t, ep.URL)
+	s := &stack{ep: ep, hotDir: t.TempDir()}
+	base := functionEnv(t, ep.URL, s.hotDir)
 	with := func(extra ...string) []string { return append(append([]string(nil), base...), extra...) }
 	s.compactor = startRIE(t, "compactor", filepath.Join(binDir, "compactor"), with())
 	s.fetch = startRIE(t, "fetch", filepath.Join(binDir, "fetch"), with())

@@ -122,6 +122,9 @@ type server struct {
 // concurrent use; it answers every request with a fresh X-Request-Id header.
 func New(b *broker.Broker, opts ...Option) http.Handler {
 	c := applyDefaults(opts)
+	if c.enforce && c.auth == nil {
+		panic("api: WithAuth(nil): token auth needs a verifier")
+	}
 	s := &server{b: b, log: c.log, mux: http.NewServeMux(), bodyTimeout: c.bodyTimeout, requests: c.requests, stream: c.stream,
 		subs: c.subs, auth: c.auth, enforce: c.enforce, trusted: c.trusted}
 	s.routes(c.extra)

@@ -33,7 +33,7 @@ const maxTokenDescription = 1024
 
 // WithAuth turns token auth on: every route but GET /v1/health needs
 // "Authorization: Bearer <token>" that v accepts and whose scope covers
-// the request, and the token routes manage v's tokens.
+// the request, and the token routes manage v's tokens. v must not be nil.
 func WithAuth(v *auth.Verifier) Option {
 	return func(c *config) { c.auth, c.enforce = v, true }
 }

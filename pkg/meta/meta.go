@@ -15,6 +15,7 @@
 //	group state key "G#<group>"                          GroupState (membership, registry)
 //	segment    key "s#<topic>#<topic id>#<partition>",
 //	           sorted by next offset                      CatalogEntry (cold tier)
+//	token      key "tokens", sorted by token id           Token (access tokens; TokenStore)
 //
 // Who writes what: the partition's lease holder writes the lease and the
 // committed write state (Commit); the compactor, holding no lease, moves the

@@ -28,6 +28,8 @@
 //	                                                                         metadata
 //	group state "groups"                            the group name           group version state (the
 //	                                                                         meta.GroupState as JSON)
+//	token      "tokens"                             the token id             token (the meta.Token as JSON:
+//	                                                                         the secret's hash, never the secret)
 //
 // <partition> is decimal. Each <...> component is escaped ("%" -> "%25",
 // "#" -> "%23"), so a key names exactly one tuple whatever the strings hold;

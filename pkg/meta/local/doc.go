@@ -63,6 +63,8 @@
 //	{"op":"del_offsets","group":"g1","name":"orders"}   every offset of g1 for topic orders
 //	{"op":"put_group","gstate":{...meta.GroupState}}  the whole item, Version already bumped
 //	{"op":"del_group","group":"g1"}
+//	{"op":"put_token","token":{...meta.Token}}  an access token: its secret's hash, never the secret
+//	{"op":"del_token","name":"4f1c2a9be0d37a51"}  a revocation
 //	{"op":"batch","batch":[{...entry},...]}  journal only: mutations committed together, in order
 //	{"op":"end","count":42}     snapshot only: the last frame, count of frames before it
 //	{"op":"closed","size":9000} CLOSED only: its one frame, the journal's length
