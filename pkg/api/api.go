@@ -97,16 +97,18 @@ type server struct {
 	log         *slog.Logger
 	mux         *http.ServeMux
 	bodyTimeout time.Duration
-	requests    *metrics.HTTP      // by route pattern (routes.go)
-	stream      *StreamConfig      // nil: no streaming fetch (sse.go)
-	subs        *subscribe.Service // nil: no subscription routes (subscriptions.go)
+	requests    *metrics.HTTP // by route pattern (routes.go)
+	stream      *StreamConfig // nil: no streaming fetch (sse.go)
+
+	subs *subscribe.Service // nil: no subscription routes (subscriptions.go)
 }
 
 // New returns the http.Handler of docs/api.md serving b. The handler is safe for
 // concurrent use; it answers every request with a fresh X-Request-Id header.
 func New(b *broker.Broker, opts ...Option) http.Handler {
 	c := applyDefaults(opts)
-	s := &server{b: b, log: c.log, mux: http.NewServeMux(), bodyTimeout: c.bodyTimeout, requests: c.requests, stream: c.stream, subs: c.subs}
+	s := &server{b: b, log: c.log, mux: http.NewServeMux(), bodyTimeout: c.bodyTimeout, requests: c.requests, stream: c.stream}
+	s.subs = c.subs
 	s.routes(c.extra)
 	return s
 }

@@ -190,20 +190,22 @@ func allZero(b []byte) bool {
 
 // entry is one frame's payload: a mutation with the full new item value.
 type entry struct {
-	Op      string                 `json:"op"`
-	Topic   *meta.TopicConfig      `json:"topic,omitempty"`
-	Name    string                 `json:"name,omitempty"`
-	Part    *meta.Partition        `json:"part,omitempty"`
-	Key     *partKey               `json:"key,omitempty"`
-	Group   string                 `json:"group,omitempty"`
-	Offsets []meta.GroupOffset     `json:"offsets,omitempty"`
-	Count   int64                  `json:"count,omitempty"`
-	Seg     *meta.CatalogEntry     `json:"seg,omitempty"`
-	Size    int64                  `json:"size,omitempty"` // closed: the journal's length
-	GState  *meta.GroupState       `json:"gstate,omitempty"`
-	Sub     *meta.SubscriptionItem `json:"sub,omitempty"`
-	Dlv     *meta.DeliveryItem     `json:"dlv,omitempty"`
-	Batch   []*entry               `json:"batch,omitempty"` // batch: its mutations, in order
+	Op      string             `json:"op"`
+	Topic   *meta.TopicConfig  `json:"topic,omitempty"`
+	Name    string             `json:"name,omitempty"`
+	Part    *meta.Partition    `json:"part,omitempty"`
+	Key     *partKey           `json:"key,omitempty"`
+	Group   string             `json:"group,omitempty"`
+	Offsets []meta.GroupOffset `json:"offsets,omitempty"`
+	Count   int64              `json:"count,omitempty"`
+	Seg     *meta.CatalogEntry `json:"seg,omitempty"`
+	Size    int64              `json:"size,omitempty"` // closed: the journal's length
+	GState  *meta.GroupState   `json:"gstate,omitempty"`
+	Batch   []*entry           `json:"batch,omitempty"` // batch: its mutations, in order
+
+	// Subscription and delivery items (subscriptions.go).
+	Sub *meta.SubscriptionItem `json:"sub,omitempty"`
+	Dlv *meta.DeliveryItem     `json:"dlv,omitempty"`
 }
 
 // partKey is meta.PartitionKey as written in an entry.
