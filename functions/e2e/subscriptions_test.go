@@ -22,8 +22,9 @@ import (
 // events.KafkaEvent runs under the Runtime Interface Emulator; the local
 // server's deliverer invokes it through AWS_ENDPOINT_URL_LAMBDA (function
 // name "function", the RIE's path). The handler fails a poison record once
-// with a partial batch answer: the records before it are done, the batch
-// is retried from it, and each record reaches the handler in order.
+// with a partial batch answer (the records before it are done, the batch
+// is retried from it), then fails a whole invocation once with a function
+// error (the batch is sent again whole).
 func TestSubscriptionLambdaTarget(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a handler under the Lambda Runtime Interface Emulator: skipped with -short (make unit); make test runs it")
@@ -65,7 +66,7 @@ func TestSubscriptionLambdaTarget(t *testing.T) {
 	if _, err := s.Broker.CreateTopic(ctx, broker.TopicSpec{Name: "orders"}); err != nil {
 		t.Fatal(err)
 	}
-	values := []string{"a", "b", "c", "poison", "d", "e"}
+	values := []string{"a", "b", "c", "poison", "d", "boom", "e"}
 	var recs []broker.ProduceRecord
 	for _, v := range values {
 		recs = append(recs, broker.ProduceRecord{Key: []byte("k"), Value: []byte(v), Partition: 0,
@@ -96,7 +97,7 @@ func TestSubscriptionLambdaTarget(t *testing.T) {
 		}
 		<-tick.C
 	}
-	if st.Delivered != int64(len(values)) || st.FailedAttempts != 1 || st.SentToOnFailure != 0 {
+	if st.Delivered != int64(len(values)) || st.FailedAttempts != 2 || st.SentToOnFailure != 0 {
 		t.Fatalf("status = %+v", st)
 	}
 	var got []string
@@ -111,9 +112,13 @@ func TestSubscriptionLambdaTarget(t *testing.T) {
 		}
 		got = append(got, v)
 	}
-	// The poison record failed once; the records before it were done and
-	// not sent again; the retry started at it.
-	if strings.Join(got, ",") != "a,b,c,poison,d,e" {
-		t.Fatalf("the handler handled %v, want each record once, in order", got)
+	// The poison record failed once: the records before it were done and
+	// not sent again, the retry started at it. The function error failed
+	// that whole batch: poison and d, handled before it, came again.
+	if strings.Join(got, ",") != "a,b,c,poison,d,poison,d,boom,e" {
+		t.Fatalf("the handler handled %v", got)
+	}
+	if !strings.Contains(fn.out.String(), "boom at offset 5") {
+		t.Errorf("the function error is not in the function's output")
 	}
 }

@@ -1,7 +1,9 @@
 // Command kafkahandler is a Lambda handler written for Lambda's Kafka event
 // sources, as a user would write it for MSK: aws-lambda-go's
 // events.KafkaEvent in, partial batch failures out. A record whose value is
-// "poison" fails the first time the process sees it; every record it
+// "poison" fails the first time the process sees it (a partial batch
+// answer), one whose value is "boom" fails its whole invocation the first
+// time (a function error); every record it
 // handles is printed as a JSON line {"offset":N,"value":"..."} so a test
 // can read what was delivered from the function's output.
 package main
@@ -39,6 +41,10 @@ func main() {
 				if string(v) == "poison" && !failed[id] {
 					failed[id] = true
 					return response{BatchItemFailures: []failure{{ItemIdentifier: strconv.FormatInt(r.Offset, 10)}}}, nil
+				}
+				if string(v) == "boom" && !failed[id] {
+					failed[id] = true
+					return response{}, fmt.Errorf("boom at offset %d", r.Offset)
 				}
 				var hs []string
 				for _, h := range r.Headers {
