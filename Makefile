@@ -64,12 +64,12 @@ cli:
 
 # The Lambda functions: linux/arm64 for provided.al2023, static, without the
 # aws-lambda-go RPC path. LAMBDA_TAGS=lambda.norpc,noxray leaves X-Ray out.
-FUNCTIONS     := produce fetch compactor
+FUNCTIONS     := produce fetch compactor deliver
 LAMBDA_GOARCH ?= arm64
 LAMBDA_TAGS   ?= lambda.norpc
 DIST_DIR      ?= dist
 
-## build-functions: dist/produce.zip, dist/fetch.zip, dist/compactor.zip, each holding a `bootstrap`
+## build-functions: dist/produce.zip, dist/fetch.zip, dist/compactor.zip, dist/deliver.zip, each holding a `bootstrap`
 build-functions:
 	@mkdir -p $(DIST_DIR)/bin
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(LAMBDA_GOARCH) $(GO) build -tags $(LAMBDA_TAGS) -trimpath -ldflags "-s -w" \

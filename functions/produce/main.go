@@ -2,7 +2,9 @@
 // the HTTP API (records, topic create and delete, group commits) behind API
 // Gateway (HTTP API, payload 2.0). When a request seals a segment it sends
 // the compactor function (TIERLOG_COMPACTOR_FUNCTION) one asynchronous
-// invoke before answering. Configuration: see package lambdafn.
+// invoke before answering; after committed records it wakes the delivery
+// function (TIERLOG_DELIVER_FUNCTION) the same way, debounced.
+// Configuration: see package lambdafn.
 package main
 
 import (
@@ -13,7 +15,8 @@ import (
 )
 
 func main() {
-	fn, err := lambdafn.New(context.Background(), "produce", lambdafn.WithRollNotifier(compactnotify.New))
+	fn, err := lambdafn.New(context.Background(), "produce",
+		lambdafn.WithRollNotifier(compactnotify.New), lambdafn.WithDeliverWaker(compactnotify.New))
 	if err != nil {
 		lambdafn.Fatal("produce", err)
 	}

@@ -76,6 +76,20 @@ type Config struct {
 	// compaction.
 	CompactorInvokeEndpoint bool `json:"compactorInvokeEndpoint"`
 
+	// DeliverTargets are the Lambda functions (names or ARNs, comma
+	// separated) that subscriptions may invoke. Non-empty adds the
+	// delivery function (docs/subscriptions.md): woken by produce after
+	// committed records and by the schedule, allowed to invoke exactly
+	// these functions and nothing else. Empty (the default): no delivery
+	// function. Webhook targets are not reachable from the isolated
+	// subnets; they are for `tierlog serve`.
+	DeliverTargets string `json:"deliverTargets"`
+	// DeliverMemoryMB and DeliverTimeoutSeconds size the delivery
+	// function; a pass ends before the timeout and the next wake-up or
+	// the schedule goes on.
+	DeliverMemoryMB       int `json:"deliverMemoryMB"`
+	DeliverTimeoutSeconds int `json:"deliverTimeoutSeconds"`
+
 	// HotTier is where the functions' hot tier (TIERLOG_HOT_DIR, always
 	// HotDir) comes from: "efs" (default) mounts an EFS access point there,
 	// inside a VPC of isolated subnets; "bindMount" leaves out EFS and
@@ -111,6 +125,8 @@ func DefaultConfig() Config {
 		ProduceTimeoutSeconds:   25,
 		FetchTimeoutSeconds:     25,
 		CompactorTimeoutSeconds: 300,
+		DeliverMemoryMB:         1024,
+		DeliverTimeoutSeconds:   300,
 		ScheduleMinutes:         1,
 		RemovalPolicy:           "retain",
 		MaxAzs:                  2,
@@ -140,6 +156,20 @@ func (c Config) Tokens() bool { return c.Auth == AuthTokens }
 // EFS reports whether the hot tier is an EFS file system (and so the
 // functions run in a VPC).
 func (c Config) EFS() bool { return c.HotTier == HotTierEFS }
+
+// deliverTargets splits DeliverTargets into names and ARNs.
+func (c Config) deliverTargets() []string {
+	var out []string
+	for _, t := range strings.Split(c.DeliverTargets, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Deliver reports whether the stack has the delivery function.
+func (c Config) Deliver() bool { return len(c.deliverTargets()) > 0 }
 
 // Retain reports whether stateful resources outlive the stack.
 func (c Config) Retain() bool { return c.RemovalPolicy == "retain" }
@@ -181,6 +211,17 @@ func (c Config) validate() error {
 	} {
 		if t.v < 1 || t.v > t.limit {
 			bad("%s = %d: want 1..%d (API Gateway waits 30 s; Lambda runs 900 s at most)", t.key, t.v, t.limit)
+		}
+	}
+	if c.DeliverMemoryMB < 128 || c.DeliverMemoryMB > 10240 {
+		bad("deliverMemoryMB = %d: Lambda allows 128..10240 MB", c.DeliverMemoryMB)
+	}
+	if c.DeliverTimeoutSeconds < 10 || c.DeliverTimeoutSeconds > 900 {
+		bad("deliverTimeoutSeconds = %d: want 10..900", c.DeliverTimeoutSeconds)
+	}
+	for _, target := range c.deliverTargets() {
+		if strings.ContainsAny(target, "* \t") {
+			bad("deliverTargets: %q: want a function name or ARN, without wildcards", target)
 		}
 	}
 	if c.CompactorConcurrency < 0 {
@@ -291,6 +332,9 @@ func ConfigFromContext(get func(key string) any) (Config, error) {
 	num("maxAzs", &c.MaxAzs)
 	num("logRetentionDays", &c.LogRetentionDays)
 	boolean("compactorInvokeEndpoint", &c.CompactorInvokeEndpoint)
+	str("deliverTargets", &c.DeliverTargets)
+	num("deliverMemoryMB", &c.DeliverMemoryMB)
+	num("deliverTimeoutSeconds", &c.DeliverTimeoutSeconds)
 	str("hotTier", &c.HotTier)
 	for _, v := range []string{HotTierEFS, HotTierBindMount} {
 		if strings.EqualFold(strings.TrimSpace(c.HotTier), v) {

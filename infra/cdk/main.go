@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/jsii-runtime-go"
@@ -20,7 +21,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	if err := checkDist(cfg.DistDir); err != nil {
+	fns := []string{FnProduce, FnFetch, FnCompactor}
+	if cfg.Deliver() {
+		fns = append(fns, FnDeliver)
+	}
+	if err := checkDist(cfg.DistDir, fns...); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
@@ -33,13 +38,25 @@ func main() {
 
 // checkDist fails early, with the fix, when a function zip is missing
 // (CDK's own message is a stack trace from Node).
-func checkDist(dir string) error {
-	for _, fn := range []string{FnProduce, FnFetch, FnCompactor} {
+// fns are the functions to check; none means produce, fetch and compactor.
+func checkDist(dir string, fns ...string) error {
+	if len(fns) == 0 {
+		fns = []string{FnProduce, FnFetch, FnCompactor}
+	}
+	for _, fn := range fns {
 		p := filepath.Join(dir, fn+".zip")
 		if _, err := os.Stat(p); err != nil {
 			return fmt.Errorf("tierlog cdk: %v\n"+
-				"build the functions first (`make build` writes dist/*.zip), or point -c distDir=DIR at a directory holding produce.zip, fetch.zip and compactor.zip", err)
+				"build the functions first (`make build` writes dist/*.zip), or point -c distDir=DIR at a directory holding %s", err, strings.Join(zips(fns), ", "))
 		}
 	}
 	return nil
+}
+
+func zips(fns []string) []string {
+	out := make([]string, len(fns))
+	for i, fn := range fns {
+		out[i] = fn + ".zip"
+	}
+	return out
 }

@@ -46,6 +46,11 @@ import (
 //	fetch      read                       ListBucket GetObject              ClientMount
 //	compactor  read + write               ListBucket GetObject PutObject    ClientMount ClientWrite
 //	                                      AbortMultipartUpload DeleteObject
+//	deliver    read + write               ListBucket GetObject              ClientMount ClientWrite InvokeFunction (deliverTargets)
+//
+// The delivery function exists only with the deliverTargets context value;
+// produce then may also invoke it (a debounced wake-up), and the Lambda
+// endpoint admits the delivery function and its targets.
 //
 // with read = GetItem BatchGetItem Query and write = PutItem UpdateItem
 // DeleteItem: what pkg/meta/dynamo calls (it never Scans, and uses no
@@ -76,6 +81,7 @@ const (
 	FnProduce   = "produce"
 	FnFetch     = "fetch"
 	FnCompactor = "compactor"
+	FnDeliver   = "deliver" // with Config.DeliverTargets only
 )
 
 // Route is one route of the HTTP API and the function serving it.
@@ -374,6 +380,19 @@ func NewTierlogStack(scope constructs.Construct, id *string, props *TierlogStack
 	fetch := newFunction("Fetch", FnFetch,
 		"tierlog fetch: reads records (EFS hot tier, S3 cold tier), offsets, topic and group reads",
 		cfg.FetchMemoryMB, cfg.FetchTimeoutSeconds, efsMount(false), env(fetchEnv), nil)
+	// The delivery function (subscriptions, docs/subscriptions.md): with
+	// deliverTargets only. It reads records, commits group offsets and
+	// produces given-up records to on_failure topics, so it mounts EFS
+	// writable like produce.
+	var deliver awslambda.Function
+	writers := []awsiam.IPrincipal{produce.Role(), compactor.Role()}
+	if cfg.Deliver() {
+		deliver = newFunction("Deliver", FnDeliver,
+			"tierlog deliver: pushes subscriptions' records to their Lambda targets (produce wake-up + schedule)",
+			cfg.DeliverMemoryMB, cfg.DeliverTimeoutSeconds, efsMount(true), env(nil), nil)
+		produce.AddEnvironment(jsii.String("TIERLOG_DELIVER_FUNCTION"), deliver.FunctionName(), nil)
+		writers = append(writers, deliver.Role())
+	}
 
 	// The EFS file system policy replaces EFS's default policy (which lets
 	// any client that reaches a mount target do anything). Both ClientMount
@@ -388,9 +407,17 @@ func NewTierlogStack(scope constructs.Construct, id *string, props *TierlogStack
 			Actions:    jsii.Strings("elasticfilesystem:ClientMount"),
 			Conditions: viaMountTarget,
 		}))
+		if deliver != nil {
+			fs.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+				Sid:        jsii.String("MountForDeliver"),
+				Principals: &[]awsiam.IPrincipal{deliver.Role()},
+				Actions:    jsii.Strings("elasticfilesystem:ClientMount"),
+				Conditions: viaMountTarget,
+			}))
+		}
 		fs.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Sid:        jsii.String("WriteForProduceAndCompactor"),
-			Principals: &[]awsiam.IPrincipal{produce.Role(), compactor.Role()},
+			Principals: &writers,
 			Actions:    jsii.Strings("elasticfilesystem:ClientWrite"),
 			Conditions: viaMountTarget,
 		}))
@@ -424,7 +451,25 @@ func NewTierlogStack(scope constructs.Construct, id *string, props *TierlogStack
 		// aliases are not used).
 		allow(produce, []string{"lambda:InvokeFunction"}, compactor.FunctionArn())
 	}
-	if cfg.CompactorInvokeEndpoint && cfg.EFS() {
+	// The delivery function may invoke exactly the targets the stack was
+	// told about (deliverTargets); produce may wake it.
+	var deliverTargets []*string
+	if deliver != nil {
+		allow(deliver, tableRW, table.TableArn())
+		allow(deliver, []string{"s3:ListBucket"}, bucket.BucketArn())
+		allow(deliver, []string{"s3:GetObject"}, objects)
+		for _, t := range cfg.deliverTargets() {
+			arn := jsii.String(t)
+			if !strings.HasPrefix(t, "arn:") {
+				arn = stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("lambda"), Resource: jsii.String("function"),
+					ResourceName: jsii.String(t), ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME})
+			}
+			deliverTargets = append(deliverTargets, arn)
+		}
+		allow(deliver, []string{"lambda:InvokeFunction"}, deliverTargets...)
+		allow(produce, []string{"lambda:InvokeFunction"}, deliver.FunctionArn())
+	}
+	if (cfg.CompactorInvokeEndpoint || deliver != nil) && cfg.EFS() {
 		// Isolated subnets reach the Lambda API only through this
 		// endpoint; only produce may connect, and only to invoke the
 		// compactor.
@@ -435,10 +480,18 @@ func NewTierlogStack(scope constructs.Construct, id *string, props *TierlogStack
 			Open:              jsii.Bool(false),
 		})
 		lambdaEndpoint.Connections().AllowDefaultPortFrom(produce, jsii.String("produce: async invoke of the compactor"))
+		var invokable []*string
+		if cfg.CompactorInvokeEndpoint {
+			invokable = append(invokable, compactor.FunctionArn())
+		}
+		if deliver != nil {
+			lambdaEndpoint.Connections().AllowDefaultPortFrom(deliver, jsii.String("deliver: invokes of the subscriptions' targets"))
+			invokable = append(append(invokable, deliver.FunctionArn()), deliverTargets...)
+		}
 		lambdaEndpoint.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
 			Actions:    jsii.Strings("lambda:InvokeFunction"),
-			Resources:  &[]*string{compactor.FunctionArn()},
+			Resources:  &invokable,
 		}))
 	}
 
@@ -497,12 +550,28 @@ func NewTierlogStack(scope constructs.Construct, id *string, props *TierlogStack
 		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(cfg.ScheduleMinutes))),
 		Targets:     &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(compactor, nil)},
 	})
+	if deliver != nil {
+		// The safety net under produce's wake-ups (a skipped or failed
+		// one, a retry's backoff): a pass that finds nothing returns at once.
+		awsevents.NewRule(stack, jsii.String("DeliverSchedule"), &awsevents.RuleProps{
+			Description: jsii.String("tierlog: periodic delivery pass (subscriptions)"),
+			Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(cfg.ScheduleMinutes))),
+			Targets:     &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(deliver, nil)},
+		})
+	}
 
 	// ---- alarms ----
-	for _, f := range []struct {
+	alarmed := []struct {
 		id string
 		fn awslambda.Function
-	}{{"Produce", produce}, {"Fetch", fetch}, {"Compactor", compactor}} {
+	}{{"Produce", produce}, {"Fetch", fetch}, {"Compactor", compactor}}
+	if deliver != nil {
+		alarmed = append(alarmed, struct {
+			id string
+			fn awslambda.Function
+		}{"Deliver", deliver})
+	}
+	for _, f := range alarmed {
 		period := &awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum")}
 		for _, m := range []struct {
 			kind   string
@@ -568,11 +637,18 @@ func NewTierlogStack(scope constructs.Construct, id *string, props *TierlogStack
 	if cfg.EFS() {
 		outputs = append(outputs, output{"FileSystemId", "EFS hot-tier file system", fs.FileSystemId()})
 	}
+	if deliver != nil {
+		outputs = append(outputs, output{"DeliverFunctionName", "delivery function (invoke to run a delivery pass now)", deliver.FunctionName()})
+	}
 	for _, o := range outputs {
 		awscdk.NewCfnOutput(stack, jsii.String(o.id), &awscdk.CfnOutputProps{Value: o.v, Description: jsii.String(o.desc)})
 	}
 
-	addNagSuppressions([]awsiam.IRole{produce.Role(), fetch.Role(), compactor.Role()}, bucket)
+	roles := []awsiam.IRole{produce.Role(), fetch.Role(), compactor.Role()}
+	if deliver != nil {
+		roles = append(roles, deliver.Role())
+	}
+	addNagSuppressions(roles, bucket)
 	return stack
 }
 

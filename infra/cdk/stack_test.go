@@ -699,6 +699,14 @@ func TestHTTPAPI(t *testing.T) {
 		"HEAD /v1/topics/{topic}/partitions/{partition}/offsets": "Fetch",
 		"HEAD /v1/groups/{group}/offsets":                        "Fetch",
 		"HEAD /v1/health":                                        "Fetch",
+		// Subscriptions (docs/api.md "Subscriptions").
+		"POST /v1/subscriptions":          "Produce",
+		"PATCH /v1/subscriptions/{name}":  "Produce",
+		"DELETE /v1/subscriptions/{name}": "Produce",
+		"GET /v1/subscriptions":           "Fetch",
+		"HEAD /v1/subscriptions":          "Fetch",
+		"GET /v1/subscriptions/{name}":    "Fetch",
+		"HEAD /v1/subscriptions/{name}":   "Fetch",
 		// Anything else reaches fetch's route filter, which answers 404 or
 		// 405 in docs/api.md's shape.
 		"$default": "Fetch",

@@ -49,7 +49,7 @@ var layers = [][]string{
 	// The produce function's notice to the compactor function.
 	{"pkg/lambdafn/compactnotify"},
 	// Mains, examples and tests of the whole.
-	{"cmd/tierlog", "functions/produce", "functions/fetch", "functions/compactor", "functions/e2e",
+	{"cmd/tierlog", "functions/produce", "functions/fetch", "functions/compactor", "functions/deliver", "functions/e2e",
 		"localstack/lite", "tools/zipbin", "examples", "internal/layers"},
 }
 

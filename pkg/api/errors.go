@@ -21,27 +21,25 @@ import (
 
 // Error codes of docs/api.md's table. Never change them: clients switch on them.
 const (
-	codeInvalidRequest       = "invalid_request"
-	codeTopicNotFound        = "topic_not_found"
-	codePartitionNotFound    = "partition_not_found"
-	codeNotFound             = "not_found"
-	codeMethodNotAllowed     = "method_not_allowed"
-	codeTopicExists          = "topic_exists"
-	codePayloadTooLarge      = "payload_too_large"
-	codeOffsetOutOfRange     = "offset_out_of_range"
-	codeUnavailable          = "unavailable"
-	codeInternal             = "internal"
-	codeCorruptRecord        = "corrupt_record"  // docs/api.md
-	codeRequestTimeout       = "request_timeout" // docs/api.md
-	codeOffsetMismatch       = "offset_mismatch"
-	codeKeyInUse             = "idempotency_key_in_use"
-	codeKeyReused            = "idempotency_key_reused"
-	codeGroupNotFound        = "group_not_found"
-	codeMemberNotFound       = "member_not_found"
-	codeStaleGeneration      = "stale_generation"
-	codeNotAssigned          = "not_assigned"
-	codeSubscriptionNotFound = "subscription_not_found"
-	codeSubscriptionExists   = "subscription_exists"
+	codeInvalidRequest    = "invalid_request"
+	codeTopicNotFound     = "topic_not_found"
+	codePartitionNotFound = "partition_not_found"
+	codeNotFound          = "not_found"
+	codeMethodNotAllowed  = "method_not_allowed"
+	codeTopicExists       = "topic_exists"
+	codePayloadTooLarge   = "payload_too_large"
+	codeOffsetOutOfRange  = "offset_out_of_range"
+	codeUnavailable       = "unavailable"
+	codeInternal          = "internal"
+	codeCorruptRecord     = "corrupt_record"  // docs/api.md
+	codeRequestTimeout    = "request_timeout" // docs/api.md
+	codeOffsetMismatch    = "offset_mismatch"
+	codeKeyInUse          = "idempotency_key_in_use"
+	codeKeyReused         = "idempotency_key_reused"
+	codeGroupNotFound     = "group_not_found"
+	codeMemberNotFound    = "member_not_found"
+	codeStaleGeneration   = "stale_generation"
+	codeNotAssigned       = "not_assigned"
 	// codeClientClosed is the code of a request whose client went away
 	// before its answer (statusClientClosed): logged and counted, never
 	// read by anyone.

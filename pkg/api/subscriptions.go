@@ -11,6 +11,13 @@ import (
 	"github.com/tierlog/tierlog/pkg/subscribe"
 )
 
+// Error codes of the subscription routes (docs/api.md "Subscriptions").
+// Never change them: clients switch on them.
+const (
+	codeSubscriptionNotFound = "subscription_not_found"
+	codeSubscriptionExists   = "subscription_exists"
+)
+
 // WithSubscriptions serves the subscription routes over svc. Without it
 // they answer 404 not_found.
 func WithSubscriptions(svc *subscribe.Service) Option {

@@ -18,6 +18,7 @@ const (
 	EnvBucket            = "TIERLOG_BUCKET"             // S3 bucket; required
 	EnvPrefix            = "TIERLOG_PREFIX"             // key prefix in the bucket; default none
 	EnvCompactorFunction = "TIERLOG_COMPACTOR_FUNCTION" // produce: function to notify on a roll; none: no notice
+	EnvDeliverFunction   = "TIERLOG_DELIVER_FUNCTION"   // produce: function to wake when records are committed; none: no wake
 	EnvLogLevel          = "TIERLOG_LOG_LEVEL"          // trace|debug|info|warn|error; default AWS_LAMBDA_LOG_LEVEL, else info
 	EnvCreateResources   = "TIERLOG_CREATE_RESOURCES"   // 1/true: create table and bucket at init (emulators only)
 	EnvCacheBytes        = "TIERLOG_CACHE_BYTES"        // fetch: cold-tier cache budget; default 256 MiB
@@ -44,6 +45,7 @@ type Env struct {
 	Bucket            string
 	Prefix            string
 	CompactorFunction string
+	DeliverFunction   string
 	LogLevel          slog.Level
 	CreateResources   bool
 	CacheBytes        int64         // 0: the server's default
@@ -78,6 +80,7 @@ func LoadEnv(getenv func(string) string) (Env, error) {
 		Bucket:            getenv(EnvBucket),
 		Prefix:            getenv(EnvPrefix),
 		CompactorFunction: getenv(EnvCompactorFunction),
+		DeliverFunction:   getenv(EnvDeliverFunction),
 		NotifyTimeout:     DefaultNotifyTimeout,
 		Auth:              getenv(EnvAuth),
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
@@ -38,6 +39,9 @@ func (f *Function) HTTP(methods ...string) HTTPHandler {
 			path := ev.RawPath
 			if path == "" {
 				path = ev.RequestContext.HTTP.Path
+			}
+			if f.waker != nil && method == http.MethodPost && resp.StatusCode == http.StatusOK && strings.HasSuffix(path, "/records") {
+				f.wakeDeliverer(ctx, inv)
 			}
 			inv.properties["method"] = method
 			inv.properties["path"] = path

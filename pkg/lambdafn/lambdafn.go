@@ -76,6 +76,10 @@ type Function struct {
 
 	notifier Notifier // produce only; nil otherwise
 	rolls    rollSet
+	// waker wakes the delivery function after committed records
+	// (produce only; nil otherwise); lastWake is when, in unix ns.
+	waker    Notifier
+	lastWake atomic.Int64
 
 	invoked   atomic.Bool // false until the first invocation: cold start
 	closeOnce sync.Once
@@ -87,6 +91,7 @@ type Option func(*options)
 
 type options struct {
 	notifier NotifierFactory
+	waker    NotifierFactory
 	stdout   io.Writer
 	getenv   func(string) string
 }
@@ -97,6 +102,14 @@ type options struct {
 // function passes compactnotify.New.
 func WithRollNotifier(factory NotifierFactory) Option {
 	return func(o *options) { o.notifier = factory }
+}
+
+// WithDeliverWaker makes the function wake the delivery function
+// (TIERLOG_DELIVER_FUNCTION; none set, no wake) through the Notifier
+// factory builds, after a produce that committed records, at most once
+// per DeliverWakeInterval. The produce function passes compactnotify.New.
+func WithDeliverWaker(factory NotifierFactory) Option {
+	return func(o *options) { o.waker = factory }
 }
 
 // withOutput sends logs and metrics to w instead of stdout (tests).
@@ -162,6 +175,13 @@ func New(ctx context.Context, name string, opts ...Option) (*Function, error) {
 		}
 		f.notifier = n
 		cfg.OnRoll = f.rolls.add
+	}
+	if o.waker != nil && env.DeliverFunction != "" {
+		w, err := o.waker(ctx, env.DeliverFunction, apiOptions)
+		if err != nil {
+			return nil, err
+		}
+		f.waker = w
 	}
 	srv, err := server.Open(ctx, cfg)
 	if err != nil {

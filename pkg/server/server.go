@@ -206,10 +206,11 @@ type Server struct {
 	streamsDone chan struct{}
 	endStreams  sync.Once
 
-	closers  []func() error
-	stop     context.CancelFunc
+	closers []func() error
+	stop    context.CancelFunc
+	wg      sync.WaitGroup
+
 	subsStop context.CancelFunc // subscriptions.go
-	wg       sync.WaitGroup
 }
 
 // DefaultDataDir is where the local backend keeps everything by default.

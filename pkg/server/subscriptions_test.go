@@ -322,3 +322,58 @@ func wait(t *testing.T, ch <-chan struct{}, d time.Duration) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// The deliverers' counters reach /metrics, per subscription and partition.
+func TestSubscriptionMetrics(t *testing.T) {
+	web := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer web.Close()
+	s, err := server.Open(context.Background(), server.Config{DataDir: t.TempDir(), CompactInterval: -1, RunSubscriptions: true,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	defer s.Close()
+	ctx := context.Background()
+	if _, err := s.Broker.CreateTopic(ctx, broker.TopicSpec{Name: "orders", Partitions: ptr(2)}); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := s.Subscriptions.Create(ctx, subscribe.Spec{Name: "m", Topic: "orders", Target: &subscribe.Target{Type: subscribe.TargetHTTP, URL: web.URL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Broker.Produce(ctx, "orders", []broker.ProduceRecord{{Value: []byte("a"), Partition: 1}, {Value: []byte("b"), Partition: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		st, err := s.Subscriptions.Describe(ctx, sub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Delivered == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not delivered: %+v", st)
+		}
+		<-tick.C
+	}
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	for _, want := range []string{
+		`tierlog_subscription_delivered_records_total{partition="1",subscription="m"} 2`,
+		`tierlog_subscription_invocations_total{partition="1",subscription="m"} 1`,
+		`tierlog_subscription_failures_total{partition="1",subscription="m"} 0`,
+		`tierlog_subscription_on_failure_records_total{partition="1",subscription="m"} 0`,
+		`tierlog_subscription_lag_records{partition="0",subscription="m"} 0`,
+		`tierlog_subscription_series_dropped_total 0`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}

@@ -103,6 +103,8 @@ type deliverer struct {
 	windowFrom time.Time
 	enc        encoder
 	tsType     string
+	// idle is set by a fetch that found no record (Drain's end).
+	idle bool
 }
 
 func newDeliverer(c *Config, sub Subscription, partition int) *deliverer {
@@ -299,6 +301,7 @@ func (d *deliverer) fill(ctx context.Context, now time.Time, wait time.Duration)
 	d.stats.LagRecords.Store(res.HighWatermark - d.pos)
 	if len(res.Records) == 0 {
 		d.stats.LagAgeMs.Store(0)
+		d.idle = true
 		return 0, nil
 	}
 	d.stats.LagAgeMs.Store(max(now.UnixMilli()-res.Records[0].Timestamp, 0))

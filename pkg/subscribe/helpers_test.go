@@ -2,6 +2,7 @@ package subscribe
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -152,3 +153,5 @@ func decodeEvent(t testing.TB, body []byte) (events.KafkaEvent, []events.KafkaRe
 type invokerFunc func(ctx context.Context, event []byte) ([]byte, error)
 
 func (f invokerFunc) Invoke(ctx context.Context, event []byte) ([]byte, error) { return f(ctx, event) }
+
+func decodeB64(s string) ([]byte, error) { return base64.StdEncoding.DecodeString(s) }

@@ -183,3 +183,94 @@ func (r *runner) run(ctx context.Context, d *deliverer) {
 		}
 	}
 }
+
+// DrainStats is what a Drain did.
+type DrainStats struct {
+	Partitions int   `json:"partitions"` // subscription partitions taken
+	Busy       int   `json:"busy"`       // held by another deliverer: left to it
+	Delivered  int64 `json:"delivered"`  // records the targets took
+	Unfinished int   `json:"unfinished"` // stopped by the deadline with work left
+}
+
+// Drain delivers until every enabled subscription partition is caught up
+// (a fetch finds nothing) or ctx ends, then releases the leases: the
+// delivery function's pass, which runs while there is work and then stops.
+// A partition another deliverer holds is left to it.
+func (s *Service) Drain(ctx context.Context) (DrainStats, error) {
+	subs, err := s.List(ctx)
+	if err != nil {
+		return DrainStats{}, err
+	}
+	var (
+		mu  sync.Mutex
+		st  DrainStats
+		wg  sync.WaitGroup
+		sem = make(chan struct{}, drainParallel)
+	)
+	for _, sub := range subs {
+		if !sub.Enabled {
+			continue
+		}
+		t, err := s.c.Source.Topic(ctx, sub.Topic)
+		if err != nil {
+			continue // a topic deleted under its subscription: nothing to deliver
+		}
+		for p := range t.Partitions {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				d := newDeliverer(&s.c, sub, p)
+				before := d.stats.Delivered.Load()
+				busy, done := drainOne(ctx, d, s.c.Clock)
+				mu.Lock()
+				defer mu.Unlock()
+				st.Partitions++
+				st.Delivered += d.stats.Delivered.Load() - before
+				if busy {
+					st.Busy++
+				} else if !done {
+					st.Unfinished++
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	return st, ctx.Err()
+}
+
+// drainParallel bounds the partitions one Drain delivers at once.
+const drainParallel = 16
+
+// drainOne steps d until its partition is caught up (done), another
+// deliverer holds it (busy), or ctx ends.
+func drainOne(ctx context.Context, d *deliverer, clock Clock) (busy, done bool) {
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		d.release(rctx)
+	}()
+	for ctx.Err() == nil {
+		d.idle = false
+		wait, err := d.step(ctx, 0)
+		switch {
+		case errors.Is(err, errStopped):
+			return false, true
+		case err != nil && !errors.Is(err, errLost):
+			d.log.Warn("deliverer step", "err", err)
+			wait = max(wait, d.c.RetryBase)
+		case !d.held && wait > 0:
+			return true, false // another deliverer's lease
+		case d.idle && d.batch == nil:
+			return false, true
+		}
+		if wait > 0 {
+			select {
+			case <-ctx.Done():
+			case <-clock.After(wait):
+			}
+		}
+	}
+	return false, false
+}

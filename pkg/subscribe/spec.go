@@ -169,7 +169,7 @@ var nameRule = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
 // checkName applies the topic-name rule to a subscription name.
 func checkName(name string) error {
 	if !nameRule.MatchString(name) || name == "." || name == ".." {
-		return fmt.Errorf("%w: subscription name %q must match ^[A-Za-z0-9._-]{1,249}$ and not be . or ..", ErrInvalid, name)
+		return fmt.Errorf("%w: subscription name %q must match ^[A-Za-z0-9._-]{1,249}$ and be neither %q nor %q", ErrInvalid, name, ".", "..")
 	}
 	return nil
 }

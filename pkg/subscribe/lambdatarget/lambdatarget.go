@@ -8,6 +8,7 @@ package lambdatarget
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 
@@ -39,7 +40,10 @@ var _ subscribe.Invoker = (*Invoker)(nil)
 
 // Invoke sends event and returns the function's answer payload. A function
 // error (X-Amz-Function-Error: an unhandled error or a timeout inside the
-// function) fails the batch, as does an error of the call itself.
+// function) fails the batch, as does an error of the call itself. So does
+// a payload that is the runtime's error document ({"errorMessage":...,
+// "errorType":...}) without the header: the Runtime Interface Emulator
+// answers a function error so.
 func (i *Invoker) Invoke(ctx context.Context, event []byte) ([]byte, error) {
 	out, err := i.client.Invoke(ctx, &lambda.InvokeInput{
 		FunctionName:   aws.String(i.function),
@@ -52,7 +56,28 @@ func (i *Invoker) Invoke(ctx context.Context, event []byte) ([]byte, error) {
 	if out.FunctionError != nil {
 		return nil, fmt.Errorf("function %s error %s: %.200s", i.function, *out.FunctionError, out.Payload)
 	}
+	if isErrorDocument(out.Payload) {
+		return nil, fmt.Errorf("function %s error: %.200s", i.function, out.Payload)
+	}
 	return out.Payload, nil
+}
+
+// isErrorDocument reports whether payload is a Lambda runtime's error
+// answer: an object with errorMessage and errorType (and maybe
+// stackTrace), nothing else.
+func isErrorDocument(payload []byte) bool {
+	var doc map[string]json.RawMessage
+	if json.Unmarshal(payload, &doc) != nil {
+		return false
+	}
+	_, msg := doc["errorMessage"]
+	_, typ := doc["errorType"]
+	_, trace := doc["stackTrace"]
+	n := 2
+	if trace {
+		n = 3
+	}
+	return msg && typ && len(doc) == n
 }
 
 // Factory makes Invokers over one client built from the SDK's default
