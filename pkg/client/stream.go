@@ -422,6 +422,11 @@ func (s *Stream) open(ctx context.Context) error {
 		req.Header.Set("Last-Event-ID", strconv.FormatInt(s.next-1, 10))
 	}
 	req.Header.Set("User-Agent", s.c.cfg.userAgent)
+	for _, h := range s.c.cfg.hooks {
+		if h.BeforeRequest != nil {
+			h.BeforeRequest(req)
+		}
+	}
 	if s.c.signer != nil {
 		if err := s.c.sign(ctx, req, nil); err != nil {
 			cancel()
