@@ -126,7 +126,7 @@ type Producer struct {
 
 // batch is a partition's records sent together, and their results.
 type batch struct {
-	recs    []Record // as given to Send (Partition kept for callbacks)
+	recs    []Record               // as given to Send (Partition kept for callbacks)
 	cbs     []func(Record, Result) // SendFunc's callbacks, nil where none; nil if no record has one
 	results []Result
 	bytes   int
