@@ -612,6 +612,9 @@ func (k *Consumer) fetchLoop(ctx context.Context, part int, pos int64, epoch uin
 			}
 			continue
 		}
+		for i := range res.Messages {
+			res.Messages[i].Topic = k.topic
+		}
 		if !k.hand(ctx, fetched{epoch: epoch, partition: part, msgs: res.Messages, resetTo: -1}) {
 			return
 		}
@@ -664,35 +667,59 @@ func (k *Consumer) PollN(ctx context.Context, max int) ([]Message, error) {
 	if k.ctx.Err() != nil {
 		return nil, ErrClosed
 	}
-	if len(k.pending) > 0 {
-		k.mu.Lock()
-		if !k.owns(k.pending[0].Partition, k.pendEp) {
-			k.pending = nil // the partition went to another member
-		}
-		k.mu.Unlock()
-	}
+	k.dropStale()
 	for len(k.pending) == 0 {
 		select {
 		case f := <-k.batches:
-			k.mu.Lock()
-			owned := k.owns(f.partition, f.epoch)
-			if owned && f.resetTo >= 0 {
-				k.mu.pos[f.partition] = f.resetTo
+			if err := k.take(f); err != nil {
+				return nil, err
 			}
-			k.mu.Unlock()
-			if !owned {
-				continue // from a fetcher stopped by a rebalance
-			}
-			if f.err != nil {
-				return nil, f.err
-			}
-			k.pending, k.pendEp = f.msgs, f.epoch
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-k.ctx.Done():
 			return nil, ErrClosed
 		}
 	}
+	return k.handOut(max), nil
+}
+
+// dropStale forgets the pending records if their partition's fetcher
+// was stopped since (the partition went to another member, a Seek, a
+// Pause). Poll's goroutine only.
+func (k *Consumer) dropStale() {
+	if len(k.pending) == 0 {
+		return
+	}
+	k.mu.Lock()
+	if !k.owns(k.pending[0].Partition, k.pendEp) {
+		k.pending = nil
+	}
+	k.mu.Unlock()
+}
+
+// take makes f, a fetcher's hand-off, Poll's: records become pending, a
+// reset moves the position, an error is returned. What a stopped fetcher
+// handed (a rebalance, a Seek, a Pause) is dropped. Poll's goroutine only.
+func (k *Consumer) take(f fetched) error {
+	k.mu.Lock()
+	owned := k.owns(f.partition, f.epoch)
+	if owned && f.resetTo >= 0 {
+		k.mu.pos[f.partition] = f.resetTo
+	}
+	k.mu.Unlock()
+	if !owned {
+		return nil
+	}
+	if f.err != nil {
+		return f.err
+	}
+	k.pending, k.pendEp = f.msgs, f.epoch
+	return nil
+}
+
+// handOut returns up to max (<= 0: all) pending records and moves the
+// position past them. Poll's goroutine only, with records pending.
+func (k *Consumer) handOut(max int) []Message {
 	n := len(k.pending)
 	if max > 0 && max < n {
 		n = max
@@ -705,7 +732,7 @@ func (k *Consumer) PollN(ctx context.Context, max int) ([]Message, error) {
 		k.mu.pos[last.Partition] = last.Offset + 1
 	}
 	k.mu.Unlock()
-	return out, nil
+	return out
 }
 
 // Partitions are the partitions the consumer reads now, sorted (with

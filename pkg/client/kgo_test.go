@@ -272,3 +272,76 @@ func TestSendFuncAndHooks(t *testing.T) {
 		t.Errorf("hooks saw %d produce attempts, %d 404s, %d traced of %d requests", produced, missing, traced.Load(), len(infos))
 	}
 }
+
+// TestMultiConsumer: one Poll over two topics, each record naming its
+// topic; the group's commits of both resume a second MultiConsumer after
+// them; per-topic Seek through Consumer(topic).
+func TestMultiConsumer(t *testing.T) {
+	s := newServer(t, nil)
+	c := s.client()
+	ctx := ctxT(t)
+	createTopic(t, c, "orders", 2)
+	createTopic(t, c, "payments", 1)
+	produceN(t, c, "orders", 0, 0, 3, "o0")
+	produceN(t, c, "orders", 1, 0, 2, "o1")
+	produceN(t, c, "payments", 0, 0, 4, "p0")
+	if _, err := c.NewMultiConsumer(ctx, nil); err == nil {
+		t.Fatal("no topics accepted")
+	}
+	if _, err := c.NewMultiConsumer(ctx, []string{"orders", "orders"}); err == nil {
+		t.Fatal("a topic twice accepted")
+	}
+	if _, err := c.NewMultiConsumer(ctx, []string{"orders", "nope"}); !client.IsCode(err, client.CodeTopicNotFound) {
+		t.Fatalf("an unknown topic: %v", err)
+	}
+	opts := []client.ConsumerOption{client.WithGroup("g"), client.WithWait(50 * time.Millisecond)}
+	m, err := c.NewMultiConsumer(ctx, []string{"orders", "payments"}, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for n := 0; n < 9; {
+		msgs, err := m.PollN(ctx, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, msg := range msgs {
+			if !strings.HasPrefix(string(msg.Value), map[string]string{"orders": "o", "payments": "p"}[msg.Topic]) {
+				t.Fatalf("record %q names topic %q", msg.Value, msg.Topic)
+			}
+			count[msg.Topic]++
+		}
+		n += len(msgs)
+	}
+	if count["orders"] != 5 || count["payments"] != 4 {
+		t.Fatalf("records by topic: %v", count)
+	}
+	if err := m.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Consumer("payments").Seek(0, 1); err != nil || m.Consumer("nope") != nil {
+		t.Fatalf("Consumer(payments).Seek: %v", err)
+	}
+	msgs, err := m.PollN(ctx, 10)
+	if err != nil || len(msgs) != 3 || msgs[0].Topic != "payments" || msgs[0].Offset != 1 {
+		t.Fatalf("after Seek(payments 0, 1): %+v %v", msgs, err)
+	}
+	if err := m.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Poll(ctx); !errors.Is(err, client.ErrClosed) {
+		t.Fatalf("Poll after Close: %v", err)
+	}
+	// The group resumes where the first one committed: the Seek's re-read
+	// was not committed, so nothing of payments is left; new records only.
+	m2, err := c.NewMultiConsumer(ctx, []string{"payments", "orders"}, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close(ctx)
+	produceN(t, c, "orders", 1, 2, 3, "o1")
+	msgs, err = m2.Poll(ctx)
+	if err != nil || len(msgs) != 1 || msgs[0].Topic != "orders" || msgs[0].Partition != 1 || msgs[0].Offset != 2 {
+		t.Fatalf("a new member of the group: %+v %v", msgs, err)
+	}
+}
