@@ -164,7 +164,16 @@ LOCAL_CDK_ARGS := -c hotTier=bindMount -c removalPolicy=destroy \
 .PHONY: localstack-up localstack-down deploy-local lite
 
 ## localstack-up: LocalStack on 127.0.0.1:4566; ./.hot is the Lambda functions' /mnt/tierlog
+# It checks first, in a second, what would otherwise fail later with
+# docker's own usage text: docker and its compose plugin, and the zips'
+# architecture against this host's (LocalStack runs the functions natively).
 localstack-up:
+	@command -v docker >/dev/null || { echo "localstack-up: docker is required (without Docker: make lite, see localstack/README.md)"; exit 1; }
+	@docker compose version >/dev/null 2>&1 || { echo "localstack-up: the docker compose plugin is required (docker compose version fails): install docker-compose-plugin, or use make lite without Docker"; exit 1; }
+	@host=$$(uname -m); case "$$host/$(LAMBDA_GOARCH)" in \
+	  x86_64/arm64|amd64/arm64) echo "localstack-up: note: this host is $$host and the functions build for arm64; make deploy-local needs LAMBDA_GOARCH=amd64 here";; \
+	  aarch64/amd64|arm64/amd64) echo "localstack-up: note: this host is $$host; LAMBDA_GOARCH=amd64 builds functions it cannot run natively";; \
+	esac
 	mkdir -p $(LOCAL_HOT_DIR)
 	TIERLOG_HOT_HOST_DIR=$(LOCAL_HOT_DIR) $(LOCALSTACK_COMPOSE) up -d --wait
 

@@ -58,9 +58,9 @@ func Example() {
 		log.Fatal(err)
 	}
 
-	// A new group has nothing committed: start at the log start
-	// (the client's default is the end, as in Kafka).
-	k, err := c.NewConsumer(ctx, "orders", client.WithGroup("billing"), client.WithReset(client.ResetEarliest))
+	// A new group has nothing committed: it starts at the log start
+	// (the client's default, as the CLI's and franz-go's).
+	k, err := c.NewConsumer(ctx, "orders", client.WithGroup("billing"))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -85,9 +85,9 @@ func Example() {
 }
 
 // The reset policy decides where a group without a committed offset
-// starts: ResetLatest (the default) at the end of the log, so records
-// produced before the consumer started are not read, ResetEarliest at
-// the log start.
+// starts: ResetEarliest (the default, as the CLI and franz-go) at the log
+// start, ResetLatest (Kafka's Java default) at the end of the log, so
+// records produced before the consumer started are not read.
 func Example_resetPolicy() {
 	dir, _ := os.MkdirTemp("", "tierlog-example-")
 	defer os.RemoveAll(dir)
@@ -104,15 +104,15 @@ func Example_resetPolicy() {
 		log.Fatal(err)
 	}
 
-	latest, err := c.NewConsumer(ctx, "events", client.WithGroup("new-group"))
+	latest, err := c.NewConsumer(ctx, "events", client.WithGroup("new-group"), client.WithReset(client.ResetLatest))
 	if err != nil {
 		log.Fatal(err)
 	}
 	pos, _ := latest.Position(0)
-	fmt.Println("default (ResetLatest) starts at offset", pos)
+	fmt.Println("ResetLatest starts at offset", pos)
 	latest.Close(ctx)
 
-	earliest, err := c.NewConsumer(ctx, "events", client.WithGroup("new-group"), client.WithReset(client.ResetEarliest))
+	earliest, err := c.NewConsumer(ctx, "events", client.WithGroup("new-group"))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -121,10 +121,10 @@ func Example_resetPolicy() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Printf("ResetEarliest reads %d records from offset %d\n", len(msgs), msgs[0].Offset)
+	fmt.Printf("the default (ResetEarliest) reads %d records from offset %d\n", len(msgs), msgs[0].Offset)
 	// Output:
-	// default (ResetLatest) starts at offset 2
-	// ResetEarliest reads 2 records from offset 0
+	// ResetLatest starts at offset 2
+	// the default (ResetEarliest) reads 2 records from offset 0
 }
 
 // A client of tierlog deployed on AWS (`make deploy`): every route of the

@@ -18,6 +18,7 @@ func TestCLIFailFast(t *testing.T) {
 	}
 	dead := "http://" + ln.Addr().String()
 	ln.Close()
+	tierlogBinary(t) // built before the clock starts: a cold build takes longer than the bound
 	for _, c := range []struct {
 		stdin []byte
 		args  []string

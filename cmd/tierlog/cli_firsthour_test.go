@@ -53,10 +53,10 @@ func TestCLITopicExtensions(t *testing.T) {
 
 	rows := strings.Split(strings.TrimSpace(mustCLI(t, nil, "topics", "list", "--url", s.url)), "\n")
 	head := strings.Fields(rows[0])
-	if len(rows) != 4 || head[len(head)-2] != "CACHE_ENABLED" || head[len(head)-1] != "READ_AHEAD_SEGMENTS" {
+	if len(rows) != 4 || head[len(head)-3] != "CACHE_ENABLED" || head[len(head)-2] != "READ_AHEAD_SEGMENTS" || head[len(head)-1] != "TIMESTAMP_TYPE" {
 		t.Fatalf("plain list:\n%s", strings.Join(rows, "\n"))
 	}
-	if f := strings.Fields(rows[3]); f[0] != "tuned" || f[len(f)-2] != "false" || f[len(f)-1] != "4" {
+	if f := strings.Fields(rows[3]); f[0] != "tuned" || f[len(f)-3] != "false" || f[len(f)-2] != "4" || f[len(f)-1] != "append" {
 		t.Fatalf("plain list row of tuned: %q", rows[3])
 	}
 	if out := mustCLI(t, nil, "topics", "describe", "plain", "--url", s.url); !strings.Contains(out, "CACHE_ENABLED") || !strings.Contains(out, "true") {

@@ -375,7 +375,7 @@ func TestCLIErrors(t *testing.T) {
 		{"unknown subcommand", nil, []string{"topics", "bogus"}, 2, `unknown command "bogus" for "tierlog topics"`},
 		{"unknown flag", nil, []string{"consume", "--nope"}, 2, "unknown flag: --nope"},
 		{"bad flag value", nil, []string{"consume", "--topic", "e", "--count", "x"}, 2, `invalid argument "x"`},
-		{"missing topic", nil, []string{"consume", "--url", s.url}, 2, "--topic is required"},
+		{"missing topic", nil, []string{"consume", "--url", s.url}, 2, "a topic is required: tierlog consume TOPIC, or --topic TOPIC"},
 		{"missing name", nil, []string{"topics", "create", "--url", s.url}, 2, "accepts 1 arg(s), received 0"},
 		{"extra args", nil, []string{"topics", "delete", "a", "b", "--url", s.url}, 2, "accepts 1 arg(s), received 2"},
 		{"consume takes one topic", nil, []string{"consume", "--topic", "e", "stray"}, 2, `topic "stray" and --topic "e": give one`},

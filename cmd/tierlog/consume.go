@@ -130,7 +130,7 @@ Output (-f, --format):
 	f.IntVarP(&o.partition, "partition", "p", 0, "only this partition (default, or -1: every partition)")
 	f.StringArrayVarP(&o.offsets, "offset", "o", nil, "start at beginning, end, stored, N, -N or s@TIME; e@TIME: stop at TIME (-o twice)")
 	f.BoolVarP(&o.cf.quiet, "quiet", "q", false, "print records and errors only (no retry notices)")
-	f.StringVar(&o.timestamp, "timestamp", "", "start at the first record at or after this time (ms or RFC 3339)")
+	f.StringVar(&o.timestamp, "timestamp", "", "start at the first record at or after this time (ms, RFC 3339, or -DURATION ago)")
 	f.StringVarP(&o.group, "group", "g", "", "consumer group to resume from and commit to")
 	f.IntVarP(&o.count, "count", "c", 0, "exit after this many records")
 	f.BoolVarP(&o.exitAtEnd, "exit", "e", false, "exit at the end of the log (as it was at the start) even before --count")
@@ -191,8 +191,8 @@ type printer struct {
 
 func runConsume(cmd *cobra.Command, o consumeOpts) error {
 	fl := cmd.Flags()
-	if err := requireFlag(cmd, "topic", o.topic); err != nil {
-		return err
+	if o.topic == "" {
+		return usagef("a topic is required: %s TOPIC, or --topic TOPIC (see '%s --help')", cmd.CommandPath(), cmd.CommandPath())
 	}
 	if o.json && fl.Changed("format") {
 		return usagef("-J and --format %q both say how to print; give one", o.format)

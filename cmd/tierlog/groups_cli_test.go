@@ -1,8 +1,13 @@
 package main
 
 import (
+	"bufio"
+	"encoding/json"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // The group and topic admin commands against a real server: list,
@@ -90,5 +95,68 @@ func TestCLIGroupsAndTopicsAlter(t *testing.T) {
 	}
 	if r := cli(t, nil, "topics", "create", "x", "--timestamp-type", "log", "--url", s.url); r.code == 0 {
 		t.Fatal("create --timestamp-type log: exit 0")
+	}
+}
+
+// TestCLIGroupCommitsEachBatch: a following `consume --group` commits each
+// batch it printed at once, not at its next batch or its exit: after a
+// kill -9, the group's lag is 0 and nothing printed is delivered again.
+func TestCLIGroupCommitsEachBatch(t *testing.T) {
+	skipShort(t, "tierlog serve and the tierlog binary")
+	s := startServer(t, t.TempDir())
+	u := "--url=" + s.url
+	mustCLI(t, nil, "topics", "create", "g1", u)
+	cmd := exec.Command(tierlogBinary(t), "consume", "g1", "--group", "g", u)
+	cmd.Env = cliEnv()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	// Two batches, the second right after the first: each is committed
+	// as soon as it is printed, not a second after the last commit.
+	sc := bufio.NewScanner(stdout)
+	printed := 0
+	for _, batch := range []string{"a\n", "b\nc\nd\ne\n"} {
+		mustCLI(t, []byte(batch), "produce", "-t", "g1", u)
+		for n := strings.Count(batch, "\n"); n > 0; n-- {
+			if !sc.Scan() {
+				t.Fatalf("consume --group printed %d lines, then stopped", printed)
+			}
+			printed++
+		}
+	}
+	start := time.Now()
+	// Still running, following: the five records' commit must land now.
+	type offsetLag struct {
+		Offset int64 `json:"offset"`
+		Lag    int64 `json:"lag"`
+	}
+	var lag []offsetLag
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		out := mustCLI(t, nil, "groups", "show", "g", "--topic", "g1", "--format", "json", u)
+		lag = lag[:0]
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			var r offsetLag
+			if json.Unmarshal([]byte(l), &r) == nil {
+				lag = append(lag, r)
+			}
+		}
+		if len(lag) == 1 && lag[0].Offset == 5 && lag[0].Lag == 0 {
+			t.Logf("committed %v after the last record was printed", time.Since(start))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the printed batch is not committed while consume follows: %s", out)
+		}
+	}
+	// A kill -9 now loses no commit: the group resumes at offset 5.
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if out := mustCLI(t, nil, "groups", "show", "g", "--topic", "g1", "--format", "json", u); !strings.Contains(out, `"offset":5`) {
+		t.Fatalf("after kill -9: %s", out)
 	}
 }

@@ -294,3 +294,31 @@ func TestMakeRunStopsOnKill(t *testing.T) {
 		t.Errorf("the server did not log a clean stop:\n%s", s.logText())
 	}
 }
+
+// TestMakeLocalstackUpChecks: without the docker compose plugin, make
+// localstack-up fails at once naming what to install, not with docker's
+// usage text.
+func TestMakeLocalstackUpChecks(t *testing.T) {
+	skipShort(t, "make localstack-up against a stand-in docker")
+	mk, err := exec.LookPath("make")
+	if err != nil {
+		t.Skip("no make")
+	}
+	bin := t.TempDir()
+	// A docker without the compose plugin: `docker compose ...` is an
+	// unknown command.
+	fake := "#!/bin/sh\nif [ \"$1\" = compose ]; then echo \"docker: 'compose' is not a docker command.\" >&2; exit 1; fi\nexit 0\n"
+	if err := os.WriteFile(filepath.Join(bin, "docker"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(mk, "-s", "-C", filepath.Join("..", ".."), "localstack-up", "LOCAL_HOT_DIR="+filepath.Join(bin, "hot"))
+	cmd.Env = append(os.Environ(), "PATH="+bin+":/usr/bin:/bin")
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "the docker compose plugin is required") || time.Since(start) > 10*time.Second {
+		t.Fatalf("make localstack-up without the compose plugin: %v after %v\n%s", err, time.Since(start), out)
+	}
+	if _, err := os.Stat(filepath.Join(bin, "hot")); err == nil {
+		t.Error("the check ran after the first step: the hot dir was made")
+	}
+}

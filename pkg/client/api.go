@@ -259,6 +259,9 @@ type FetchResult struct {
 // tombstone. Timestamp is the record's: the server's clock at append, or
 // on a create-time topic the producer's.
 type Message struct {
+	// Topic is the record's topic when a Consumer or MultiConsumer
+	// returned it; "" from Client.Fetch and Stream (the caller named it).
+	Topic     string
 	Partition int
 	Offset    int64
 	Timestamp int64

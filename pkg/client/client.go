@@ -78,7 +78,42 @@ type config struct {
 	// false, the default, fails fast.
 	retryUnreachable bool
 	token            string // access token, sent as "Authorization: Bearer"
+	hooks            []Hooks
 }
+
+// Hooks observe every HTTP attempt the client makes, for metrics and
+// tracing (as kgo's hooks and kprom): BeforeRequest may add headers (a
+// traceparent) to the request about to be sent, after the client set its
+// own and before SigV4 signing; AfterRequest sees how it ended. Either
+// may be nil. They run on the calling goroutine, once per attempt
+// (retries included), and must be safe for concurrent use. A Stream's
+// event-stream connections get BeforeRequest only (they last as long as
+// the stream); its polls, when the server cannot stream, get both.
+type Hooks struct {
+	BeforeRequest func(*http.Request)
+	AfterRequest  func(RequestInfo)
+}
+
+// RequestInfo is one finished attempt, for Hooks.AfterRequest.
+type RequestInfo struct {
+	// Method and Path are the request's (Path escaped, from /v1 on,
+	// without the query: topic and group names appear in it).
+	Method string
+	Path   string
+	// Status is the HTTP status, 0 when no answer arrived.
+	Status int
+	// Duration is from sending to the end of reading the answer.
+	Duration time.Duration
+	// RequestBytes and ResponseBytes are the body sizes.
+	RequestBytes, ResponseBytes int
+	// Err is the attempt's error: an *Error for a non-2xx answer, a
+	// transport failure, or the context's error; nil for a 2xx.
+	Err error
+}
+
+// WithHooks adds h to the client's hooks (several WithHooks add several;
+// they run in the order given).
+func WithHooks(h Hooks) Option { return func(c *config) { c.hooks = append(c.hooks, h) } }
 
 // WithHTTPClient sets the HTTP client. The default has no overall timeout
 // (calls are bounded by their context; long polls last up to 20 s) and
@@ -298,8 +333,31 @@ func (e *transportError) Error() string {
 func (e *transportError) Unwrap() error { return e.err }
 
 // send makes one attempt. A non-2xx answer is an *Error; a failure to get
-// an answer is a *transportError (or the context's error).
+// an answer is a *transportError (or the context's error). The hooks see
+// it.
 func (c *Client) send(ctx context.Context, rq *request) (*response, error) {
+	if len(c.cfg.hooks) == 0 {
+		return c.attempt(ctx, rq, nil)
+	}
+	start := time.Now()
+	status := 0
+	res, err := c.attempt(ctx, rq, &status)
+	info := RequestInfo{Method: rq.method, Path: rq.path, Status: status, Duration: time.Since(start),
+		RequestBytes: len(rq.body), Err: err}
+	if res != nil {
+		info.ResponseBytes = len(res.body)
+	}
+	for _, h := range c.cfg.hooks {
+		if h.AfterRequest != nil {
+			h.AfterRequest(info)
+		}
+	}
+	return res, err
+}
+
+// attempt is send without the AfterRequest hooks; status, if not nil, is
+// set to the answer's status.
+func (c *Client) attempt(ctx context.Context, rq *request, status *int) (*response, error) {
 	u := c.base + rq.path
 	if len(rq.query) > 0 {
 		u += "?" + rq.query.Encode()
@@ -323,6 +381,11 @@ func (c *Client) send(ctx context.Context, rq *request) (*response, error) {
 	}
 	req.Header.Set("User-Agent", c.cfg.userAgent)
 	c.authorize(req)
+	for _, h := range c.cfg.hooks {
+		if h.BeforeRequest != nil {
+			h.BeforeRequest(req)
+		}
+	}
 	if c.signer != nil {
 		if err := c.sign(ctx, req, rq.body); err != nil {
 			return nil, err
@@ -333,6 +396,9 @@ func (c *Client) send(ctx context.Context, rq *request) (*response, error) {
 	res, err := c.cfg.hc.Do(req)
 	if res != nil {
 		c.answered.Store(true)
+		if status != nil {
+			*status = res.StatusCode
+		}
 	}
 	if err != nil {
 		if re := (*redirectError)(nil); errors.As(err, &re) {

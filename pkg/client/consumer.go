@@ -68,6 +68,45 @@ type consumerConfig struct {
 	skipDamaged    bool
 	noMembership   bool
 	session        time.Duration
+	onAssigned     PartitionsFunc
+	onRevoked      PartitionsFunc
+	onLost         PartitionsFunc
+}
+
+// PartitionsFunc is a rebalance callback: the topic and the partitions
+// that moved. It runs on the goroutine that applies the group's answer
+// (NewConsumer's, the heartbeat's, a Commit's or Refresh's) with no lock
+// held, before that goroutine goes on: keep it short, and do not call
+// Commit, Refresh or Close from it (they wait for the membership it is
+// part of).
+type PartitionsFunc func(ctx context.Context, topic string, partitions []int)
+
+// WithOnAssigned calls fn with the partitions a group member gains, once
+// their fetchers started at their positions (kgo's OnPartitionsAssigned):
+// in NewConsumer with the first assignment, then after each rebalance
+// that gives it partitions. Only for a member (WithGroup without
+// WithPartitions or WithoutMembership).
+func WithOnAssigned(fn PartitionsFunc) ConsumerOption {
+	return func(c *consumerConfig) { c.onAssigned = fn }
+}
+
+// WithOnRevoked calls fn with the partitions a group member gives up in
+// an orderly way: a rebalance moved them to another member while this
+// one was in the group, or Close leaves the group (kgo's
+// OnPartitionsRevoked). They have stopped: Poll returns none of their
+// records after fn is called. Their positions were committed only as far
+// as the last Commit (or auto-commit); the new owner starts there.
+func WithOnRevoked(fn PartitionsFunc) ConsumerOption {
+	return func(c *consumerConfig) { c.onRevoked = fn }
+}
+
+// WithOnLost calls fn with the partitions a group member lost without a
+// rebalance it took part in: its session expired (no heartbeat within the
+// session timeout), so the group gave them away and it joined again
+// (kgo's OnPartitionsLost). Anything processed since the last commit of
+// them may be processed again by their new owner.
+func WithOnLost(fn PartitionsFunc) ConsumerOption {
+	return func(c *consumerConfig) { c.onLost = fn }
 }
 
 // WithGroup makes the consumer resume from the group's committed offsets
@@ -188,11 +227,13 @@ type Consumer struct {
 	}
 }
 
-// fetcher is one partition's fetch loop.
+// fetcher is one partition's fetch loop, or the mark of a paused
+// partition (no loop: done is closed).
 type fetcher struct {
 	epoch  uint64
 	cancel context.CancelFunc
 	done   chan struct{}
+	paused bool
 }
 
 // fetched is what a partition's fetcher hands to Poll: records, a reset
@@ -276,20 +317,128 @@ func (k *Consumer) startAutoCommit() {
 // startLocked starts fetchers for parts at start. Called with mu held.
 func (k *Consumer) startLocked(parts []int, start map[int]int64) {
 	for _, p := range parts {
-		k.mu.epoch++
-		ctx, cancel := context.WithCancel(k.ctx)
-		f := &fetcher{epoch: k.mu.epoch, cancel: cancel, done: make(chan struct{})}
-		k.mu.fetchers[p] = f
-		k.mu.pos[p] = start[p]
+		k.runLocked(p, start[p])
 		delete(k.mu.committed, p)
 		k.mu.parts = append(k.mu.parts, p)
-		k.wg.Add(1)
-		go func() {
-			defer close(f.done)
-			k.fetchLoop(ctx, p, start[p], f.epoch)
-		}()
 	}
 	slices.Sort(k.mu.parts)
+}
+
+// runLocked starts partition p's fetcher at pos, under a new epoch: what
+// an earlier fetcher of p fetched is dropped by Poll. Called with mu held.
+func (k *Consumer) runLocked(p int, pos int64) {
+	k.mu.epoch++
+	ctx, cancel := context.WithCancel(k.ctx)
+	f := &fetcher{epoch: k.mu.epoch, cancel: cancel, done: make(chan struct{})}
+	k.mu.fetchers[p] = f
+	k.mu.pos[p] = pos
+	k.wg.Add(1)
+	go func() {
+		defer close(f.done)
+		k.fetchLoop(ctx, p, pos, f.epoch)
+	}()
+}
+
+// ErrNotConsumed is returned by Seek, Pause and Resume for a partition
+// the consumer does not read (not its assignment, or not in
+// WithPartitions).
+var ErrNotConsumed = errors.New("client: partition not consumed by this consumer")
+
+// Seek moves partition p's position to offset: the next Poll returns p's
+// records from there (records of p fetched before are dropped), and the
+// next Commit stores it. An offset out of the partition's range is
+// handled at the first fetch by the reset policy, as a committed one is.
+// A paused partition stays paused, at offset. Safe from any goroutine
+// (kgo's SetOffsets).
+func (k *Consumer) Seek(p int, offset int64) error {
+	if offset < 0 {
+		return fmt.Errorf("client: seek to negative offset %d", offset)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.mu.closed {
+		return ErrClosed
+	}
+	f := k.mu.fetchers[p]
+	if f == nil {
+		return fmt.Errorf("%w: topic %q partition %d", ErrNotConsumed, k.topic, p)
+	}
+	f.cancel()
+	if f.paused {
+		k.pauseLocked(p)
+		k.mu.pos[p] = offset
+	} else {
+		k.runLocked(p, offset)
+	}
+	delete(k.mu.committed, p)
+	return nil
+}
+
+// Pause stops fetching partitions ps: Poll returns none of their records
+// (those fetched already are dropped) until Resume. Their positions stay,
+// and Commit still stores them. Pausing a paused partition does nothing.
+// With membership, a paused partition the group moves elsewhere is gone,
+// and one it assigns again starts unpaused (kgo's PauseFetchPartitions).
+func (k *Consumer) Pause(ps ...int) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.mu.closed {
+		return ErrClosed
+	}
+	for _, p := range ps {
+		if k.mu.fetchers[p] == nil {
+			return fmt.Errorf("%w: topic %q partition %d", ErrNotConsumed, k.topic, p)
+		}
+	}
+	for _, p := range ps {
+		if f := k.mu.fetchers[p]; !f.paused {
+			f.cancel()
+			k.pauseLocked(p)
+		}
+	}
+	return nil
+}
+
+// pauseLocked marks p paused under a new epoch. Called with mu held.
+func (k *Consumer) pauseLocked(p int) {
+	k.mu.epoch++
+	done := make(chan struct{})
+	close(done)
+	k.mu.fetchers[p] = &fetcher{epoch: k.mu.epoch, cancel: func() {}, done: done, paused: true}
+}
+
+// Resume fetches paused partitions ps again, from their positions.
+// Resuming a partition that is not paused does nothing.
+func (k *Consumer) Resume(ps ...int) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.mu.closed {
+		return ErrClosed
+	}
+	for _, p := range ps {
+		if k.mu.fetchers[p] == nil {
+			return fmt.Errorf("%w: topic %q partition %d", ErrNotConsumed, k.topic, p)
+		}
+	}
+	for _, p := range ps {
+		if f := k.mu.fetchers[p]; f.paused {
+			k.runLocked(p, k.mu.pos[p])
+		}
+	}
+	return nil
+}
+
+// Paused returns the paused partitions, sorted.
+func (k *Consumer) Paused() []int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var out []int
+	for _, p := range k.mu.parts {
+		if f := k.mu.fetchers[p]; f != nil && f.paused {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // stopLocked stops the fetchers of parts and forgets their positions; it
@@ -465,6 +614,9 @@ func (k *Consumer) fetchLoop(ctx context.Context, part int, pos int64, epoch uin
 			}
 			continue
 		}
+		for i := range res.Messages {
+			res.Messages[i].Topic = k.topic
+		}
 		if !k.hand(ctx, fetched{epoch: epoch, partition: part, msgs: res.Messages, resetTo: -1}) {
 			return
 		}
@@ -517,35 +669,59 @@ func (k *Consumer) PollN(ctx context.Context, max int) ([]Message, error) {
 	if k.ctx.Err() != nil {
 		return nil, ErrClosed
 	}
-	if len(k.pending) > 0 {
-		k.mu.Lock()
-		if !k.owns(k.pending[0].Partition, k.pendEp) {
-			k.pending = nil // the partition went to another member
-		}
-		k.mu.Unlock()
-	}
+	k.dropStale()
 	for len(k.pending) == 0 {
 		select {
 		case f := <-k.batches:
-			k.mu.Lock()
-			owned := k.owns(f.partition, f.epoch)
-			if owned && f.resetTo >= 0 {
-				k.mu.pos[f.partition] = f.resetTo
+			if err := k.take(f); err != nil {
+				return nil, err
 			}
-			k.mu.Unlock()
-			if !owned {
-				continue // from a fetcher stopped by a rebalance
-			}
-			if f.err != nil {
-				return nil, f.err
-			}
-			k.pending, k.pendEp = f.msgs, f.epoch
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-k.ctx.Done():
 			return nil, ErrClosed
 		}
 	}
+	return k.handOut(max), nil
+}
+
+// dropStale forgets the pending records if their partition's fetcher
+// was stopped since (the partition went to another member, a Seek, a
+// Pause). Poll's goroutine only.
+func (k *Consumer) dropStale() {
+	if len(k.pending) == 0 {
+		return
+	}
+	k.mu.Lock()
+	if !k.owns(k.pending[0].Partition, k.pendEp) {
+		k.pending = nil
+	}
+	k.mu.Unlock()
+}
+
+// take makes f, a fetcher's hand-off, Poll's: records become pending, a
+// reset moves the position, an error is returned. What a stopped fetcher
+// handed (a rebalance, a Seek, a Pause) is dropped. Poll's goroutine only.
+func (k *Consumer) take(f fetched) error {
+	k.mu.Lock()
+	owned := k.owns(f.partition, f.epoch)
+	if owned && f.resetTo >= 0 {
+		k.mu.pos[f.partition] = f.resetTo
+	}
+	k.mu.Unlock()
+	if !owned {
+		return nil
+	}
+	if f.err != nil {
+		return f.err
+	}
+	k.pending, k.pendEp = f.msgs, f.epoch
+	return nil
+}
+
+// handOut returns up to max (<= 0: all) pending records and moves the
+// position past them. Poll's goroutine only, with records pending.
+func (k *Consumer) handOut(max int) []Message {
 	n := len(k.pending)
 	if max > 0 && max < n {
 		n = max
@@ -558,7 +734,7 @@ func (k *Consumer) PollN(ctx context.Context, max int) ([]Message, error) {
 		k.mu.pos[last.Partition] = last.Offset + 1
 	}
 	k.mu.Unlock()
-	return out, nil
+	return out
 }
 
 // Partitions are the partitions the consumer reads now, sorted (with
@@ -668,6 +844,9 @@ func (k *Consumer) Close(ctx context.Context) error {
 	}
 	if k.member != nil {
 		err = errors.Join(err, k.leave(ctx))
+		if parts := k.Partitions(); len(parts) > 0 && k.cfg.onRevoked != nil {
+			k.cfg.onRevoked(ctx, k.topic, parts)
+		}
 	}
 	return err
 }

@@ -49,7 +49,7 @@ func (c *Client) newMemberConsumer(ctx context.Context, topic string, cfg consum
 	}
 	// The first assignment honours the start options (WithStartOffset...);
 	// later ones start at the group's committed offsets.
-	if err := k.apply(ctx, m, &k.cfg); err != nil {
+	if err := k.apply(ctx, m, &k.cfg, false); err != nil {
 		k.stop()
 		k.wg.Wait()
 		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -66,7 +66,9 @@ func (c *Client) newMemberConsumer(ctx context.Context, topic string, cfg consum
 // apply makes m the consumer's membership: fetchers stop for partitions
 // it lost and start for those it gained, at the committed offsets (or
 // where start says, for the first assignment).
-func (k *Consumer) apply(ctx context.Context, m Membership, start *consumerConfig) error {
+// With expired, the partitions it no longer has were lost (the member's
+// session had ended), not revoked: the callbacks say which.
+func (k *Consumer) apply(ctx context.Context, m Membership, start *consumerConfig, expired bool) error {
 	want := slices.Clone(m.Partitions(k.topic))
 	slices.Sort(want)
 	k.mu.Lock()
@@ -94,6 +96,16 @@ func (k *Consumer) apply(ctx context.Context, m Membership, start *consumerConfi
 			slog.String("member", m.MemberID), slog.Int64("generation", m.Generation),
 			slog.Any("lost", lost), slog.Any("gained", gained))
 	}
+	if len(lost) > 0 {
+		if fn := k.cfg.onRevoked; expired {
+			fn = k.cfg.onLost
+			if fn != nil {
+				fn(ctx, k.topic, lost)
+			}
+		} else if fn != nil {
+			fn(ctx, k.topic, lost)
+		}
+	}
 	if len(gained) == 0 {
 		return nil
 	}
@@ -105,11 +117,15 @@ func (k *Consumer) apply(ctx context.Context, m Membership, start *consumerConfi
 		return err
 	}
 	k.mu.Lock()
-	defer k.mu.Unlock()
 	if k.ctx.Err() != nil {
+		k.mu.Unlock()
 		return ErrClosed
 	}
 	k.startLocked(gained, pos)
+	k.mu.Unlock()
+	if k.cfg.onAssigned != nil {
+		k.cfg.onAssigned(ctx, k.topic, gained)
+	}
 	return nil
 }
 
@@ -120,14 +136,16 @@ func (k *Consumer) refresh(ctx context.Context) error {
 	defer k.member.refreshMu.Unlock()
 	id, _ := k.member.fence()
 	m, err := k.c.Heartbeat(ctx, k.cfg.group, id)
+	expired := false
 	if isMemberGone(err) {
 		k.c.cfg.log.LogAttrs(ctx, slog.LevelWarn, "group membership expired; joining again", slog.String("group", k.cfg.group), slog.String("member", id))
 		m, err = k.c.JoinGroup(ctx, k.cfg.group, []string{k.topic}, k.member.session)
+		expired = true
 	}
 	if err != nil {
 		return err
 	}
-	return k.apply(ctx, m, nil)
+	return k.apply(ctx, m, nil, expired)
 }
 
 // heartbeatLoop heartbeats every third of the session timeout (a commit

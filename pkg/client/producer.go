@@ -126,7 +126,8 @@ type Producer struct {
 
 // batch is a partition's records sent together, and their results.
 type batch struct {
-	recs    []Record // as given to Send (Partition kept for callbacks)
+	recs    []Record               // as given to Send (Partition kept for callbacks)
+	cbs     []func(Record, Result) // SendFunc's callbacks, nil where none; nil if no record has one
 	results []Result
 	bytes   int
 	first   time.Time
@@ -224,6 +225,11 @@ func (p *Producer) route(rec *Record) (int, error) {
 // or timestamp (Record), a partition out of range, or a closed
 // producer.
 func (p *Producer) Send(ctx context.Context, rec Record) (Future, error) {
+	return p.send(ctx, rec, nil)
+}
+
+// send is Send and SendFunc: fn, if not nil, is rec's own callback.
+func (p *Producer) send(ctx context.Context, rec Record, fn func(Record, Result)) (Future, error) {
 	size := rec.Size()
 	if err := rec.check(-1); err != nil {
 		return Future{}, err
@@ -248,11 +254,22 @@ func (p *Producer) Send(ctx context.Context, rec Record) (Future, error) {
 		p.wg.Add(1)
 		go q.run()
 	})
-	f, signal := q.add(rec, size)
+	f, signal := q.add(rec, size, fn)
 	if signal {
 		q.signal()
 	}
 	return f, nil
+}
+
+// SendFunc is Send with a callback for this record alone (kgo's Produce
+// with a promise): fn is called once with the record and its result, on
+// the partition's sender goroutine, in Send order within a partition,
+// after WithResultCallback's function. fn must not block for long: the
+// partition's next batch waits for it. If SendFunc returns an error, fn
+// is never called.
+func (p *Producer) SendFunc(ctx context.Context, rec Record, fn func(Record, Result)) error {
+	_, err := p.send(ctx, rec, fn)
+	return err
 }
 
 // Produce sends rec and waits for its result.
@@ -267,7 +284,7 @@ func (p *Producer) Produce(ctx context.Context, rec Record) (Result, error) {
 // add appends rec to the open batch, sealing batches that are full. It
 // reports whether the sender must look: a new batch (its linger starts)
 // or a sealed one.
-func (q *pqueue) add(rec Record, size int) (Future, bool) {
+func (q *pqueue) add(rec Record, size int, fn func(Record, Result)) (Future, bool) {
 	cfg := &q.p.cfg
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -281,6 +298,12 @@ func (q *pqueue) add(rec Record, size int) (Future, bool) {
 		signal = true
 	}
 	b := q.open
+	if fn != nil && b.cbs == nil {
+		b.cbs = make([]func(Record, Result), len(b.recs), cap(b.recs))
+	}
+	if b.cbs != nil {
+		b.cbs = append(b.cbs, fn)
+	}
 	b.recs = append(b.recs, rec)
 	b.bytes += size
 	if len(b.recs) >= cfg.batchRecords || b.bytes >= cfg.batchBytes {
@@ -381,6 +404,11 @@ func (p *Producer) resolve(b *batch) {
 	if p.cfg.onResult != nil {
 		for i := range b.recs {
 			p.cfg.onResult(b.recs[i], b.results[i])
+		}
+	}
+	for i, fn := range b.cbs {
+		if fn != nil {
+			fn(b.recs[i], b.results[i])
 		}
 	}
 	close(b.done)

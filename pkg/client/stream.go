@@ -423,6 +423,11 @@ func (s *Stream) open(ctx context.Context) error {
 	}
 	req.Header.Set("User-Agent", s.c.cfg.userAgent)
 	s.c.authorize(req)
+	for _, h := range s.c.cfg.hooks {
+		if h.BeforeRequest != nil {
+			h.BeforeRequest(req)
+		}
+	}
 	if s.c.signer != nil {
 		if err := s.c.sign(ctx, req, nil); err != nil {
 			cancel()
