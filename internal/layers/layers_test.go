@@ -47,7 +47,7 @@ var layers = [][]string{
 	{"pkg/lambdafn/compactnotify"},
 	// Mains, examples and tests of the whole.
 	{"cmd/tierlog", "functions/produce", "functions/fetch", "functions/compactor", "functions/e2e",
-		"localstack/lite", "tools/zipbin", "examples", "internal/layers"},
+		"localstack/lite", "tools/zipbin", "examples", "internal/layers", "internal/systest"},
 }
 
 // awsSDK are the import path prefixes of the AWS SDK for Go v2: its modules
