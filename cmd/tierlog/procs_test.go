@@ -28,8 +28,6 @@ type server struct {
 
 func (s *server) kill(t *testing.T, sig syscall.Signal) { t.Helper(); s.p.Kill(t, sig) }
 
-func (s *server) logText() string { return s.p.LogText() }
-
 // startServer runs `tierlog serve` on dataDir, compacting every 300 ms
 // with a grace of 1 s.
 func startServer(t *testing.T, dataDir string) *server {
