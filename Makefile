@@ -17,10 +17,12 @@ run:
 UNIT_SIM_SEEDS ?= 200
 unit:
 	SIM_SEEDS=$(UNIT_SIM_SEEDS) $(GO) test -race -short -count=1 ./...
+	cd $(LITE_DIR) && $(GO) test -race -short -count=1 ./...
 
-## test: every test, with the race detector (and the CDK module's tests)
+## test: every test, with the race detector (and the lite and CDK modules' tests)
 test: fmt-check lint test-deps
 	$(GO) test -race -count=1 -timeout 30m ./...
+	cd $(LITE_DIR) && $(GO) test -race -count=1 ./...
 	$(MAKE) cdk-test
 
 ## test-deps: what the tests need beyond Go: dynalite (pinned in tools/dynalite)
@@ -28,8 +30,13 @@ test-deps:
 	@command -v node >/dev/null || { echo "node is required (dynalite, CDK)"; exit 1; }
 	cd tools/dynalite && npm ci --no-audit --no-fund --loglevel=error
 
+# localstack/lite is a Go module of its own (it alone needs bbolt):
+# unit, test, vet and staticcheck run in it too.
+LITE_DIR := localstack/lite
+
 vet:
 	$(GO) vet ./...
+	cd $(LITE_DIR) && $(GO) vet ./...
 
 ## lint: go vet and staticcheck (pinned in tools/staticcheck/go.mod)
 lint: vet staticcheck
@@ -38,6 +45,8 @@ lint: vet staticcheck
 # directory has one.
 staticcheck:
 	$(GO) tool -modfile=tools/staticcheck/go.mod staticcheck ./...
+	$(GO) build -modfile=tools/staticcheck/go.mod -o bin/staticcheck honnef.co/go/tools/cmd/staticcheck
+	cd $(LITE_DIR) && $(CURDIR)/bin/staticcheck ./...
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -168,4 +177,4 @@ deploy-local: build
 
 ## lite: S3 and DynamoDB on one endpoint without Docker (LITE_DATA_DIR=./.lite keeps objects)
 lite:
-	$(GO) run ./localstack/lite --listen $(LITE_LISTEN) $(if $(LITE_DATA_DIR),--data-dir $(LITE_DATA_DIR))
+	$(GO) -C $(LITE_DIR) run . --listen $(LITE_LISTEN) $(if $(LITE_DATA_DIR),--data-dir $(abspath $(LITE_DATA_DIR)))

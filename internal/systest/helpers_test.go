@@ -27,10 +27,10 @@ func buildLite(t *testing.T) string {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(t.TempDir(), "lite")
-	cmd := exec.Command("go", "build", "-o", bin, "./localstack/lite")
-	cmd.Dir = root
+	cmd := exec.Command("go", "build", "-o", bin, ".") // localstack/lite is a module of its own
+	cmd.Dir = filepath.Join(root, "localstack", "lite")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./localstack/lite: %v\n%s", err, out)
+		t.Fatalf("go build in localstack/lite: %v\n%s", err, out)
 	}
 	return bin
 }
