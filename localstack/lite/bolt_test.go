@@ -21,9 +21,10 @@ import (
 	s3store "github.com/tierlog/tierlog/pkg/objstore/s3"
 )
 
-// startBolt serves an emulator whose S3 lives in dir's bbolt file, for the
-// test's lifetime, and returns an S3 client of its endpoint.
-func startBolt(t *testing.T, dir string) *s3.Client {
+// serveBolt serves an emulator whose S3 lives in dir's bbolt file on
+// 127.0.0.1 and returns an S3 client of its endpoint and the function
+// that stops it and releases dir.
+func serveBolt(t *testing.T, dir string) (*s3.Client, func() error) {
 	t.Helper()
 	backend, err := openBolt(dir, 2*time.Second)
 	if err != nil {
@@ -33,15 +34,22 @@ func startBolt(t *testing.T, dir string) *s3.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(emu) // binds 127.0.0.1
+	srv := httptest.NewServer(emu)
+	c := s3store.NewClient(aws.Config{Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")},
+		s3store.ClientOptions{Endpoint: srv.URL, MaxAttempts: 2})
+	return c, func() error { srv.Close(); return emu.Close() }
+}
+
+// startBolt is serveBolt for the test's lifetime.
+func startBolt(t *testing.T, dir string) *s3.Client {
+	t.Helper()
+	c, stop := serveBolt(t, dir)
 	t.Cleanup(func() {
-		srv.Close()
-		if err := emu.Close(); err != nil {
+		if err := stop(); err != nil {
 			t.Error(err)
 		}
 	})
-	return s3store.NewClient(aws.Config{Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")},
-		s3store.ClientOptions{Endpoint: srv.URL, MaxAttempts: 2})
+	return c
 }
 
 var seq atomic.Int64
@@ -74,17 +82,7 @@ func TestBoltConformance(t *testing.T) {
 func TestDataDirPersistence(t *testing.T) {
 	dir := t.TempDir()
 	ctx := t.Context()
-	backend, err := openBolt(dir, 2*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	emu, err := emulator.New(emulator.Options{S3: backend})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(emu)
-	c := s3store.NewClient(aws.Config{Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")},
-		s3store.ClientOptions{Endpoint: srv.URL, MaxAttempts: 2})
+	c, stop := serveBolt(t, dir)
 	bucket := createBucket(t, c)
 	big := strings.Repeat("tierlog ", 200_000) // 1.6 MB
 	for key, body := range map[string]string{"a/b/seg": big, "a/b/other": "small"} {
@@ -95,8 +93,7 @@ func TestDataDirPersistence(t *testing.T) {
 	if _, err := openBolt(dir, 50*time.Millisecond); err == nil || !strings.Contains(err.Error(), "in use") {
 		t.Fatalf("second open of a busy data dir: %v, want an in-use error", err)
 	}
-	srv.Close()
-	if err := emu.Close(); err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 
