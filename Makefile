@@ -22,10 +22,12 @@ run:
 UNIT_SIM_SEEDS ?= 200
 unit:
 	SIM_SEEDS=$(UNIT_SIM_SEEDS) $(GO) test -race -short -count=1 ./...
+	cd $(LITE_DIR) && $(GO) test -race -short -count=1 ./...
 
-## test: every test, with the race detector (and the CDK module's tests)
+## test: every test, with the race detector (and the lite and CDK modules' tests)
 test: fmt-check lint test-deps
 	$(GO) test -race -count=1 -timeout 30m ./...
+	cd $(LITE_DIR) && $(GO) test -race -count=1 ./...
 	$(MAKE) cdk-test
 
 ## test-deps: what the tests need beyond Go: dynalite (pinned in tools/dynalite) and Debian's chromium (the console's browser tests)
@@ -40,8 +42,13 @@ test-deps:
 screenshots:
 	$(GO) test -count=1 -run 'TestBrowser$$' ./pkg/console -console.screenshots $(CURDIR)/docs/console
 
+# localstack/lite is a Go module of its own (it alone needs bbolt):
+# unit, test, vet and staticcheck run in it too.
+LITE_DIR := localstack/lite
+
 vet:
 	$(GO) vet ./...
+	cd $(LITE_DIR) && $(GO) vet ./...
 
 ## lint: go vet and staticcheck (pinned in tools/staticcheck/go.mod)
 lint: vet staticcheck
@@ -50,6 +57,8 @@ lint: vet staticcheck
 # directory has one.
 staticcheck:
 	$(GO) tool -modfile=tools/staticcheck/go.mod staticcheck ./...
+	$(GO) build -modfile=tools/staticcheck/go.mod -o bin/staticcheck honnef.co/go/tools/cmd/staticcheck
+	cd $(LITE_DIR) && $(CURDIR)/bin/staticcheck ./...
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -189,4 +198,4 @@ deploy-local: build
 
 ## lite: S3 and DynamoDB on one endpoint without Docker (LITE_DATA_DIR=./.lite keeps objects)
 lite:
-	$(GO) run ./localstack/lite --listen $(LITE_LISTEN) $(if $(LITE_DATA_DIR),--data-dir $(LITE_DATA_DIR))
+	$(GO) -C $(LITE_DIR) run . --listen $(LITE_LISTEN) $(if $(LITE_DATA_DIR),--data-dir $(abspath $(LITE_DATA_DIR)))

@@ -65,12 +65,10 @@ require (
 	github.com/rivo/uniseg v0.4.7 // indirect
 	github.com/ryszard/goskiplist v0.0.0-20150312221310-2dfbae5fcf46 // indirect
 	github.com/schollz/progressbar/v3 v3.19.1
-	github.com/spf13/pflag v1.0.9 // indirect
-	go.etcd.io/bbolt v1.3.5
+	github.com/spf13/pflag v1.0.9
 	go.shabbyrobe.org/gocovmerge v0.0.0-20230507111327-fa4f82cfbf4d // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/term v0.46.0
 	golang.org/x/tools v0.49.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
-	gopkg.in/mgo.v2 v2.0.0-20180705113604-9856a29383ce // indirect
 )

@@ -12,18 +12,12 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tierlog/tierlog/internal/testenv"
 )
 
-// cliEnv is the environment of a CLI run: no $TIERLOG_URL from the
-// developer's shell, and no race-detector pause at exit (1 s by default,
-// which would make every successful command take a second).
-func cliEnv() []string {
-	race := "atexit_sleep_ms=0"
-	if g := os.Getenv("GORACE"); g != "" {
-		race = g + " " + race
-	}
-	return append(os.Environ(), "TIERLOG_URL=", "GORACE="+race)
-}
+// cliEnv is the environment of a CLI run (testenv.TierlogEnv).
+func cliEnv() []string { return testenv.TierlogEnv() }
 
 // cliResult is what one run of the built binary left.
 type cliResult struct {
@@ -34,26 +28,8 @@ type cliResult struct {
 // cli runs the built tierlog binary with args (and stdin if not nil).
 func cli(t *testing.T, stdin []byte, args ...string) cliResult {
 	t.Helper()
-	cmd := exec.Command(tierlogBinary(t), args...)
-	cmd.Env = cliEnv()
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
-	}
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(90 * time.Second):
-		cmd.Process.Kill()
-		<-done
-		t.Fatalf("tierlog %v did not exit; stderr:\n%s", args, errb.String())
-	}
-	return cliResult{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String()}
+	r := testenv.RunTierlog(t, stdin, args...)
+	return cliResult{code: r.Code, stdout: r.Stdout, stderr: r.Stderr}
 }
 
 // mustCLI runs the binary and fails unless it exits 0.

@@ -281,7 +281,7 @@ func TestMakeRunStopsOnKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case <-s.done:
+	case <-s.p.Done():
 	case <-time.After(30 * time.Second):
 		t.Fatalf("make run did not exit after SIGTERM:\n%s", s.logText())
 	}

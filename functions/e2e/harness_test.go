@@ -28,7 +28,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/tierlog/tierlog/internal/testenv"
-	"github.com/tierlog/tierlog/localstack/lite/emulator"
+	"github.com/tierlog/tierlog/localstack/emulator"
 )
 
 // rieModule is the Runtime Interface Emulator, pinned (docs/lambda.md
@@ -111,7 +111,7 @@ func buildFunctions(t testing.TB, dir string, tags ...string) {
 	t.Logf("built functions %v in %v", tags, time.Since(start).Round(time.Millisecond))
 }
 
-// endpoint is the in-process S3 + DynamoDB endpoint of localstack/lite
+// endpoint is the in-process S3 + DynamoDB endpoint of localstack/emulator
 // (one URL for both, like LocalStack), counting the S3 requests it serves.
 type endpoint struct {
 	URL string

@@ -22,7 +22,7 @@ const module = "github.com/tierlog/tierlog"
 // assembles whatever it needs from any layer.
 var layers = [][]string{
 	// Leaves: they import no package of the module.
-	{"pkg/index", "pkg/wire", "pkg/partitioner", "pkg/metrics", "pkg/trace", "internal/apilimit", "internal/testenv", "localstack/lite/emulator"},
+	{"pkg/index", "pkg/wire", "pkg/partitioner", "pkg/metrics", "pkg/trace", "internal/apilimit", "internal/jsonx", "internal/testenv", "localstack/emulator"},
 	// The segment file format (over the index); the Go client (over the
 	// wire format and the partitioner).
 	{"pkg/segment", "pkg/client"},
@@ -50,7 +50,7 @@ var layers = [][]string{
 	{"pkg/lambdafn/compactnotify"},
 	// Mains, examples and tests of the whole.
 	{"cmd/tierlog", "functions/produce", "functions/fetch", "functions/compactor", "functions/deliver", "functions/e2e",
-		"localstack/lite", "tools/zipbin", "examples", "internal/layers"},
+		"tools/zipbin", "examples", "internal/layers", "internal/systest"},
 }
 
 // awsSDK are the import path prefixes of the AWS SDK for Go v2: its modules
@@ -59,7 +59,7 @@ var awsSDK = []string{"github.com/aws/aws-sdk-go-v2", "github.com/aws/smithy-go"
 
 // awsAllowed are the packages that may import the AWS SDK, and why. Tests
 // may import it anywhere (they drive the emulators and dynalite with it).
-// infra/cdk is a module of its own, outside this check.
+// infra/cdk and localstack/lite are modules of their own, outside this check.
 var awsAllowed = map[string]string{
 	"pkg/meta/dynamo":            "the DynamoDB adapter of the metadata port",
 	"pkg/objstore/s3":            "the S3 adapter of the object port",

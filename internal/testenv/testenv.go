@@ -1,6 +1,9 @@
 // Package testenv starts the real servers tests run against: dynalite (a
-// DynamoDB implementation on Node.js, pinned in tools/dynalite) as a
-// separate process. Servers bind 127.0.0.1 and are stopped by the caller.
+// DynamoDB implementation on Node.js, pinned in tools/dynalite) and the
+// tierlog binary itself (`tierlog serve`, and one-shot CLI runs), each as
+// a separate process. Servers bind 127.0.0.1; dynalite is stopped by the
+// caller, a tierlog server when its test ends. Eventually waits, with a
+// deadline, for a state that no event announces.
 package testenv
 
 import (

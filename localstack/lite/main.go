@@ -2,13 +2,15 @@
 // in-process emulators (gofakes3 and minidyn), so tierlog's AWS code path
 // runs without Docker or AWS:
 //
-//	go run ./localstack/lite                      # http://127.0.0.1:4566
+//	make lite                                     # http://127.0.0.1:4566
 //	AWS_ENDPOINT_URL=http://127.0.0.1:4566 AWS_REGION=us-east-1 \
 //	AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test \
 //	  tierlog serve --backend aws --create-resources --hot-dir ./.hot --table tierlog --bucket tierlog
 //
 // Routing and emulator limits are documented in package
-// localstack/lite/emulator; the walkthrough is localstack/README.md.
+// localstack/emulator; the walkthrough is localstack/README.md. S3 objects
+// are kept in memory, or with --data-dir in one bbolt file (bolt.go).
+// lite is a module of its own, so that bbolt stays out of tierlog's.
 package main
 
 import (
@@ -24,7 +26,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tierlog/tierlog/localstack/lite/emulator"
+	"github.com/tierlog/tierlog/localstack/emulator"
 )
 
 func main() {
@@ -65,11 +67,19 @@ func run(ctx context.Context, logger *slog.Logger, listen, dataDir string, allow
 	if err := emulator.CheckListenAddr(ctx, listen, allowRemote); err != nil {
 		return err
 	}
-	emu, err := emulator.New(emulator.Options{DataDir: dataDir, Logger: logger})
+	opts := emulator.Options{Logger: logger}
+	if dataDir != "" {
+		backend, err := openBolt(dataDir, 2*time.Second)
+		if err != nil {
+			return err
+		}
+		defer backend.Close() // on early returns; emu.Close below closes it first
+		opts.S3 = backend
+	}
+	emu, err := emulator.New(opts)
 	if err != nil {
 		return err
 	}
-	defer emu.Close()
 
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {

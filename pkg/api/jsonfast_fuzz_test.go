@@ -30,7 +30,7 @@ func FuzzFetchJSON(f *testing.F) {
 		{"null", " 42 "},
 		{`{"a":1,"a":2}`, "[true,false]"},
 		{`"\ud800"`, "\"unterminated"},
-		// Past longString: the vector path, and each thing that sends it back.
+		// Past jsonx.LongString: the vector path, and each thing that sends it back.
 		{strings.Repeat("k", 200), strings.Repeat("v", 300)},
 		{strings.Repeat("a", 130) + "\"", strings.Repeat("b", 140) + "\\" + strings.Repeat("c", 20)},
 		{strings.Repeat("a", 129) + "\x01z", strings.Repeat("b", 200) + "\xc3\xa9" + strings.Repeat("d", 40)},
@@ -197,7 +197,7 @@ func FuzzProduceJSON(f *testing.F) {
 		`{"records":[{"value":"x"}],"recordz":[]}`,
 		`{"records":[{"VALUE":"x"}]}`,
 		`{"expected_offset":1,"expected_offset":2,"records":[{"value":"x"}]}`,
-		// Past longString: the vector path, and each thing that sends it back.
+		// Past jsonx.LongString: the vector path, and each thing that sends it back.
 		`{"records":[{"key":"` + strings.Repeat("k", 200) + `","value":"` + strings.Repeat("v", 300) + `"}]}`,
 		`{"records":[{"value":"` + strings.Repeat("v", 140) + `\"` + strings.Repeat("w", 30) + `"}]}`,
 		`{"records":[{"value":"` + strings.Repeat("v", 130) + "\x01" + strings.Repeat("w", 30) + `"}]}`,
@@ -270,45 +270,4 @@ func FuzzProduceAnswerJSON(f *testing.F) {
 			t.Fatalf("\n got %q\nwant %q", got, want)
 		}
 	})
-}
-
-// TestPrintableASCII holds printableASCII to a byte-by-byte reference for
-// every length up to three of its rounds of 64 bytes and a byte outside
-// 0x20..0x7f at every position (alone, and after another), each round's
-// words and the tail included.
-func TestPrintableASCII(t *testing.T) {
-	ref := func(b []byte) bool {
-		for _, c := range b {
-			if c < 0x20 || c >= 0x80 {
-				return false
-			}
-		}
-		return true
-	}
-	for n := 0; n <= 3*64+9; n++ {
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = 0x20 + byte(i%0x60) // every printable byte, '"', '\\' and 0x7f among them
-		}
-		if !printableASCII(b) {
-			t.Fatalf("length %d, all printable: false", n)
-		}
-		for p := range n {
-			for _, bad := range []byte{0x00, 0x1f, 0x80, 0xff} {
-				c := b[p]
-				b[p] = bad
-				if got := printableASCII(b); got != ref(b) || got {
-					t.Fatalf("length %d, %#x at %d: %v", n, bad, p, got)
-				}
-				if p > 0 { // a borrow from a byte below 0x20 must not hide the next
-					b[p-1] = 0x00
-					if printableASCII(b) {
-						t.Fatalf("length %d, 0x00 at %d and %#x at %d: true", n, p-1, bad, p)
-					}
-					b[p-1] = 0x20 + byte((p-1)%0x60)
-				}
-				b[p] = c
-			}
-		}
-	}
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/tierlog/tierlog/internal/jsonx"
 	"github.com/tierlog/tierlog/pkg/broker"
 )
 
@@ -280,15 +281,15 @@ func (s *scanner) str() (body []byte, esc, ok bool) {
 	b := s.b
 	nonASCII, tried := false, false
 	for {
-		// Skip bytes that are plain, 8 at a time: up to longString
+		// Skip bytes that are plain, 8 at a time: up to jsonx.LongString
 		// bytes, then to the end.
 		lim := len(b)
 		if !tried {
-			lim = min(len(b), start+longString)
+			lim = min(len(b), start+jsonx.LongString)
 		}
 		marked := false
 		for i+8 <= lim {
-			m := swarSpecial(binary.LittleEndian.Uint64(b[i:]), !nonASCII)
+			m := jsonx.SpecialMask(binary.LittleEndian.Uint64(b[i:]), !nonASCII)
 			if m != 0 {
 				i += bits.TrailingZeros64(m) >> 3
 				marked = true
@@ -300,7 +301,7 @@ func (s *scanner) str() (body []byte, esc, ok bool) {
 			// A long string: if the rest is plain too, the runtime's
 			// vector IndexByte finds its end faster.
 			tried = true
-			if q := bytes.IndexByte(b[i:], '"'); q >= 0 && !nonASCII && !esc && plainUnquoted(b[i:i+q]) {
+			if q := bytes.IndexByte(b[i:], '"'); q >= 0 && !nonASCII && !esc && jsonx.PlainUnquoted(b[i:i+q]) {
 				end := i + q
 				s.i = end + 1
 				return b[start:end:end], false, true
@@ -327,7 +328,7 @@ func (s *scanner) str() (body []byte, esc, ok bool) {
 			nonASCII = true
 			i++
 		default:
-			i++ // a false mark of swarSpecial, or the tail
+			i++ // a false mark of jsonx.SpecialMask, or the tail
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/tierlog/tierlog/internal/jsonx"
 	"github.com/tierlog/tierlog/pkg/wire"
 )
 
@@ -414,7 +415,7 @@ func appendJSONProduce(dst []byte, recs []Record) []byte {
 			}
 		}
 	}
-	str := appendJSONString
+	str := jsonx.AppendString
 	if b64 {
 		dst = append(dst, `{"encoding":"base64","records":[`...)
 		str = appendBase64String
@@ -449,7 +450,7 @@ func appendJSONProduce(dst []byte, recs []Record) []byte {
 					dst = append(dst, ',')
 				}
 				dst = append(dst, `{"key":`...)
-				dst = appendJSONString(dst, []byte(h.Key))
+				dst = jsonx.AppendString(dst, []byte(h.Key))
 				dst = append(dst, `,"value":`...)
 				if h.Value == nil {
 					dst = append(dst, "null"...)
@@ -467,36 +468,6 @@ func appendJSONProduce(dst []byte, recs []Record) []byte {
 		dst = append(dst, '}')
 	}
 	return append(dst, "]}"...)
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s, valid UTF-8, as a JSON string: quotes,
-// backslashes and control characters escaped, every other byte as is.
-func appendJSONString(dst, s []byte) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i, c := range s {
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
-		start = i + 1
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }
 
 func appendBase64String(dst, s []byte) []byte {

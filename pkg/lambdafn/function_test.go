@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/smithy-go/middleware"
 
-	"github.com/tierlog/tierlog/localstack/lite/emulator"
+	"github.com/tierlog/tierlog/localstack/emulator"
 )
 
 // syncBuffer is a goroutine-safe bytes.Buffer.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tierlog/tierlog/localstack/lite/emulator"
+	"github.com/tierlog/tierlog/localstack/emulator"
 	"github.com/tierlog/tierlog/pkg/auth"
 	"github.com/tierlog/tierlog/pkg/meta"
 	"github.com/tierlog/tierlog/pkg/server"

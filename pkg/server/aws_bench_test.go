@@ -7,7 +7,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/tierlog/tierlog/localstack/lite/emulator"
+	"github.com/tierlog/tierlog/localstack/emulator"
 	"github.com/tierlog/tierlog/pkg/broker"
 	"github.com/tierlog/tierlog/pkg/objstore"
 	"github.com/tierlog/tierlog/pkg/server"

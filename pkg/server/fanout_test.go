@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tierlog/tierlog/localstack/lite/emulator"
+	"github.com/tierlog/tierlog/localstack/emulator"
 	"github.com/tierlog/tierlog/pkg/broker"
 	"github.com/tierlog/tierlog/pkg/server"
 )

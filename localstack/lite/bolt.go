@@ -1,13 +1,41 @@
-package emulator
+package main
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3bolt"
+	bolt "go.etcd.io/bbolt"
 )
+
+// boltFile is the name of the S3 object file under --data-dir.
+const boltFile = "s3.bolt"
+
+// openBolt opens (creating them if need be) dir and the S3 object file
+// dir/s3.bolt in it, waiting at most lockTimeout for the file lock: only
+// one process may use a data dir at a time. Close the backend to release
+// it.
+func openBolt(dir string, lockTimeout time.Duration) (*boltBackend, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	path := filepath.Join(dir, boltFile)
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout})
+	if err != nil {
+		if errors.Is(err, bolt.ErrTimeout) {
+			return nil, fmt.Errorf("%s is in use by another process (waited %v)", path, lockTimeout)
+		}
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return &boltBackend{inner: s3bolt.New(db), close: sync.OnceValue(db.Close)}, nil
+}
 
 // boltBackend makes gofakes3's s3bolt backend safe under concurrent
 // requests.
@@ -32,9 +60,20 @@ import (
 type boltBackend struct {
 	inner *s3bolt.Backend
 	mu    sync.RWMutex
+	close func() error // closes the bbolt file once
 }
 
 var _ gofakes3.Backend = (*boltBackend)(nil)
+var _ io.Closer = (*boltBackend)(nil)
+
+// Close releases the bbolt file and its lock; later calls return the
+// first one's error.
+func (b *boltBackend) Close() error {
+	if err := b.close(); err != nil {
+		return fmt.Errorf("close %s: %w", boltFile, err)
+	}
+	return nil
+}
 
 // detach returns obj with its contents and hash copied out of bbolt's
 // memory. It consumes and closes obj.Contents.

@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/tierlog/tierlog/localstack/lite/emulator"
+	"github.com/tierlog/tierlog/localstack/emulator"
 	tlserver "github.com/tierlog/tierlog/pkg/server"
 )
 
@@ -21,7 +21,7 @@ import (
 // alone, then the curl steps, and a compactor pass that tiers a rolled
 // segment into the bucket.
 func TestTierlogServeAWS(t *testing.T) {
-	endpoint := start(t, emulator.Options{DataDir: t.TempDir()})
+	endpoint := start(t, emulator.Options{})
 	t.Setenv("AWS_ENDPOINT_URL", endpoint)
 	t.Setenv("AWS_REGION", "us-east-1")
 	t.Setenv("AWS_ACCESS_KEY_ID", "test")

@@ -1,4 +1,4 @@
-package main
+package systest
 
 import (
 	"bytes"
@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,23 +22,6 @@ import (
 	objs3 "github.com/tierlog/tierlog/pkg/objstore/s3"
 )
 
-// buildLite builds the S3+DynamoDB emulator, used here as the S3 endpoint
-// (gofakes3 in a helper process).
-func buildLite(t *testing.T) string {
-	t.Helper()
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "lite")
-	cmd := exec.Command("go", "build", "-o", bin, "./localstack/lite")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./localstack/lite: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // TestTorture runs three `tierlog serve --backend aws` processes sharing one
 // hot dir, one dynalite and one S3 endpoint, like Lambda containers share
 // EFS, DynamoDB and S3. Producers write to all three while servers are
@@ -48,7 +30,7 @@ func buildLite(t *testing.T) string {
 // read from offset 0 through both tiers, from every server, and I1-I6 are
 // checked.
 func TestTorture(t *testing.T) {
-	skipShort(t, "dynalite, an S3 endpoint and tierlog serve processes")
+	testenv.SkipShort(t, "dynalite, an S3 endpoint and tierlog serve processes")
 	const (
 		servers    = 3
 		partitions = 2
@@ -82,11 +64,11 @@ func TestTorture(t *testing.T) {
 	args := []string{"--backend", "aws", "--create-resources", "--hot-dir", hot, "--table", "torture", "--bucket", "torture",
 		"--lease-ttl", "1s", "--compact-interval", "250ms", "--compact-grace", "1s"}
 
-	procs := make([]atomic.Pointer[server], servers)
+	procs := make([]atomic.Pointer[testenv.Tierlog], servers)
 	for i := range procs {
-		procs[i].Store(startServerWith(t, env, args...))
+		procs[i].Store(testenv.StartTierlog(t, env, args...))
 	}
-	code, err := doJSON("POST", procs[0].Load().url+"/v1/topics",
+	code, err := testenv.DoJSON("POST", procs[0].Load().URL+"/v1/topics",
 		map[string]any{"name": "torture", "partitions": partitions, "segment_bytes": 8 << 10}, nil)
 	if err != nil || code != 201 {
 		t.Fatalf("create topic: %d %v", code, err)
@@ -120,7 +102,7 @@ func TestTorture(t *testing.T) {
 				attempts.Add(1)
 				srv := procs[rng.IntN(servers)].Load()
 				body, _ := json.Marshal(produceReq{Records: recs})
-				resp, err := short.Post(fmt.Sprintf("%s/v1/topics/torture/partitions/%d/records", srv.url, p), "application/json", bytes.NewReader(body))
+				resp, err := short.Post(fmt.Sprintf("%s/v1/topics/torture/partitions/%d/records", srv.URL, p), "application/json", bytes.NewReader(body))
 				if err != nil {
 					time.Sleep(20 * time.Millisecond) // retry backoff: killed, paused or restarting, outcome unknown
 					continue
@@ -165,16 +147,16 @@ func TestTorture(t *testing.T) {
 		i := rng.IntN(servers)
 		s := procs[i].Load()
 		if rng.IntN(2) == 0 {
-			s.kill(t, syscall.SIGKILL)
+			s.Kill(t, syscall.SIGKILL)
 			kills++
 			time.Sleep(time.Duration(rng.IntN(500)) * time.Millisecond)
-			procs[i].Store(startServerWith(t, env, args...))
+			procs[i].Store(testenv.StartTierlog(t, env, args...))
 		} else {
 			// Paused past its 1s lease: it wakes up as a zombie.
-			s.cmd.Process.Signal(syscall.SIGSTOP)
+			s.Cmd.Process.Signal(syscall.SIGSTOP)
 			pauses++
 			time.Sleep(time.Duration(1200+rng.IntN(1500)) * time.Millisecond)
-			s.cmd.Process.Signal(syscall.SIGCONT)
+			s.Cmd.Process.Signal(syscall.SIGCONT)
 		}
 	}
 	stop.Store(true)
@@ -184,7 +166,7 @@ func TestTorture(t *testing.T) {
 	}
 
 	for i := range procs {
-		verify(t, procs[i].Load().url, "torture", partitions, l)
+		verify(t, procs[i].Load().URL, "torture", partitions, l)
 	}
 	// The compactors, tiering in the background (no event to wait on),
 	// finalized segments: their counters say so.
@@ -192,7 +174,7 @@ func TestTorture(t *testing.T) {
 	testenv.Eventually(t, 30*time.Second, func() error {
 		artifacts, conflicts = 0, 0
 		for i := range procs {
-			resp, err := http.Get(procs[i].Load().url + "/metrics")
+			resp, err := http.Get(procs[i].Load().URL + "/metrics")
 			if err != nil {
 				return err
 			}
@@ -234,7 +216,7 @@ func TestTorture(t *testing.T) {
 	for _, o := range objs[:min(len(objs), 5)] {
 		verifyArgs = append(verifyArgs, "s3://torture/"+o.Key)
 	}
-	verifyCmd := exec.Command(tierlogBinary(t), verifyArgs...)
+	verifyCmd := exec.Command(testenv.TierlogBinary(t), verifyArgs...)
 	verifyCmd.Env = append(os.Environ(), env...)
 	if out, err := verifyCmd.CombinedOutput(); err != nil || strings.Count(string(out), "ok ") != len(verifyArgs)-2 {
 		t.Fatalf("tierlog %v: %v\n%s", verifyArgs, err, out)

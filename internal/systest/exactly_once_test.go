@@ -1,4 +1,4 @@
-package main
+package systest
 
 import (
 	"bytes"
@@ -46,7 +46,7 @@ import (
 // TIERLOG_CHAOS_SEED=N replays the chaos and the producers' choices of a
 // run (the interleaving of real processes is not replayed).
 func TestExactlyOnceChaos(t *testing.T) {
-	skipShort(t, "dynalite, an S3 endpoint and tierlog serve processes")
+	testenv.SkipShort(t, "dynalite, an S3 endpoint and tierlog serve processes")
 	const (
 		servers     = 3
 		partitions  = 2
@@ -98,11 +98,11 @@ func TestExactlyOnceChaos(t *testing.T) {
 	// Each server keeps its port across restarts: a producer's retry to
 	// a killed server's address is refused until it is back.
 	addrs := make([]string, servers)
-	procs := make([]atomic.Pointer[server], servers)
+	procs := make([]atomic.Pointer[testenv.Tierlog], servers)
 	down := make([]atomic.Bool, servers) // killed or stopped: producers avoid it
-	start := func(i int) *server {
+	start := func(i int) *testenv.Tierlog {
 		// The last --listen wins over startServerWith's 127.0.0.1:0.
-		return startServerWith(t, env, append(append([]string{}, args...), "--listen", addrs[i])...)
+		return testenv.StartTierlog(t, env, append(append([]string{}, args...), "--listen", addrs[i])...)
 	}
 	for i := range procs {
 		port, err := testenv.FreePort()
@@ -111,11 +111,11 @@ func TestExactlyOnceChaos(t *testing.T) {
 		}
 		addrs[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 		procs[i].Store(start(i))
-		if got := procs[i].Load().url; got != "http://"+addrs[i] {
+		if got := procs[i].Load().URL; got != "http://"+addrs[i] {
 			t.Fatalf("server %d listens on %s, not %s", i, got, addrs[i])
 		}
 	}
-	code, err := doJSON("POST", procs[0].Load().url+"/v1/topics", map[string]any{
+	code, err := testenv.DoJSON("POST", procs[0].Load().URL+"/v1/topics", map[string]any{
 		"name": topic, "partitions": partitions, "segment_bytes": 8 << 10,
 		"retention_ms": -1, "retention_bytes": -1,
 	}, nil)
@@ -149,7 +149,7 @@ func TestExactlyOnceChaos(t *testing.T) {
 					if rng.IntN(10) == 0 {
 						wait = time.Duration(20+rng.IntN(130)) * time.Millisecond
 					}
-					ans, kind := b.send(hc, procs[i].Load().url, topic, wait)
+					ans, kind := b.send(hc, procs[i].Load().URL, topic, wait)
 					st.count(kind)
 					b.history = append(b.history, fmt.Sprintf("s%d:%s", i, eoOr(kind, strconv.Itoa(ans.status))))
 					if kind == "" {
@@ -182,7 +182,7 @@ func TestExactlyOnceChaos(t *testing.T) {
 		s := procs[i].Load()
 		if ev == 0 || (ev > 1 && rng.IntN(2) == 0) {
 			down[i].Store(true)
-			s.kill(t, syscall.SIGKILL)
+			s.Kill(t, syscall.SIGKILL)
 			kills++
 			time.Sleep(time.Duration(rng.IntN(400)) * time.Millisecond)
 			procs[i].Store(start(i))
@@ -191,12 +191,12 @@ func TestExactlyOnceChaos(t *testing.T) {
 			// Paused past its lease: it wakes up as a zombie, and a
 			// client that waited longer than httpTimeout for it gave up.
 			down[i].Store(true)
-			if err := s.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			if err := s.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 				t.Fatalf("SIGSTOP server %d: %v", i, err)
 			}
 			stops++
 			time.Sleep(leaseTTL + time.Duration(200+rng.IntN(1800))*time.Millisecond)
-			if err := s.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+			if err := s.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
 				t.Fatalf("SIGCONT server %d: %v", i, err)
 			}
 			down[i].Store(false)
@@ -238,8 +238,8 @@ func TestExactlyOnceChaos(t *testing.T) {
 	}
 	for i := range procs {
 		select {
-		case <-procs[i].Load().done:
-			t.Fatalf("server %d is not running after the chaos:\n%s", i, procs[i].Load().logText())
+		case <-procs[i].Load().Done():
+			t.Fatalf("server %d is not running after the chaos:\n%s", i, procs[i].Load().LogText())
 		default:
 		}
 	}
@@ -284,17 +284,17 @@ func TestExactlyOnceChaos(t *testing.T) {
 	// Read everything from every server: the first read is checked, the
 	// others must be identical (I3). Below the cold end the reads go to
 	// the cold tier (the hot files are gone after the 1s grace).
-	getsBefore := eoObjectGets(t, procs[0].Load().url)
+	getsBefore := eoObjectGets(t, procs[0].Load().URL)
 	logs := make([][]eoRecord, partitions)
 	for p := 0; p < partitions; p++ {
-		logs[p] = eoReadPartition(t, procs[0].Load().url, topic, p)
+		logs[p] = eoReadPartition(t, procs[0].Load().URL, topic, p)
 	}
-	if d := eoObjectGets(t, procs[0].Load().url) - getsBefore; d == 0 {
+	if d := eoObjectGets(t, procs[0].Load().URL) - getsBefore; d == 0 {
 		t.Errorf("reading %d records below the cold ends %v made no object-store GET: the cold tier was not read", coldEnd[0]+coldEnd[1], coldEnd)
 	}
 	for i := 1; i < servers; i++ {
 		for p := 0; p < partitions; p++ {
-			again := eoReadPartition(t, procs[i].Load().url, topic, p)
+			again := eoReadPartition(t, procs[i].Load().URL, topic, p)
 			if len(again) != len(logs[p]) {
 				t.Errorf("I3: partition %d has %d records read from server 0, %d from server %d", p, len(logs[p]), len(again), i)
 				continue
@@ -558,7 +558,7 @@ func eoReadPartition(t *testing.T, url, topic string, p int) []eoRecord {
 			HighWatermark  int64      `json:"high_watermark"`
 			LogStartOffset int64      `json:"log_start_offset"`
 		}
-		code, err := doJSON("GET", fmt.Sprintf("%s/v1/topics/%s/partitions/%d/records?offset=%d&max_records=10000&max_bytes=4194304", url, topic, p, off), nil, &f)
+		code, err := testenv.DoJSON("GET", fmt.Sprintf("%s/v1/topics/%s/partitions/%d/records?offset=%d&max_records=10000&max_bytes=4194304", url, topic, p, off), nil, &f)
 		if (code == 503 || err != nil) && time.Now().Before(deadline) {
 			time.Sleep(100 * time.Millisecond) // retry backoff, as a client's: a restarting server answers 503
 			continue

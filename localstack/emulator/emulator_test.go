@@ -26,7 +26,7 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/logging"
 
-	"github.com/tierlog/tierlog/localstack/lite/emulator"
+	"github.com/tierlog/tierlog/localstack/emulator"
 )
 
 // start serves a new Emulator with opts on 127.0.0.1 for the test's
@@ -411,50 +411,6 @@ func TestConcurrentTableAndItemOps(t *testing.T) {
 	}
 }
 
-// With a DataDir, buckets and objects survive a close and reopen; a second
-// emulator on a dir in use fails instead of hanging.
-func TestDataDirPersistence(t *testing.T) {
-	dir := t.TempDir()
-	ctx := t.Context()
-
-	emu, err := emulator.New(emulator.Options{DataDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(emu)
-	sc := s3Client(srv.URL)
-	bucket := createBucket(t, sc)
-	big := strings.Repeat("tierlog ", 200_000) // 1.6 MB
-	putObject(t, sc, bucket, "a/b/seg", big)
-	putObject(t, sc, bucket, "a/b/other", "small")
-
-	if _, err := emulator.New(emulator.Options{DataDir: dir, LockTimeout: 50 * time.Millisecond}); err == nil || !strings.Contains(err.Error(), "in use") {
-		t.Fatalf("second emulator on a busy data dir: %v, want an in-use error", err)
-	}
-	srv.Close()
-	if err := emu.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	url := start(t, emulator.Options{DataDir: dir})
-	sc = s3Client(url)
-	if got := getObject(t, sc, bucket, "a/b/seg", ""); got != big {
-		t.Fatalf("after reopen: %d bytes, want %d", len(got), len(big))
-	}
-	if got := getObject(t, sc, bucket, "a/b/seg", "bytes=8-14"); got != "tierlog" {
-		t.Fatalf("ranged GET after reopen = %q", got)
-	}
-	list, err := sc.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: aws.String("a/")})
-	if err != nil || len(list.Contents) != 2 {
-		t.Fatalf("ListObjectsV2 after reopen = %+v, %v", list, err)
-	}
-	// DynamoDB is in memory: a new emulator has no tables.
-	lt, err := ddbClient(url).ListTables(ctx, &dynamodb.ListTablesInput{})
-	if err != nil || len(lt.TableNames) != 0 {
-		t.Fatalf("ListTables after reopen = %+v, %v", lt, err)
-	}
-}
-
 func TestCheckListenAddr(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -478,61 +434,5 @@ func TestCheckListenAddr(t *testing.T) {
 		if (err == nil) != tc.ok {
 			t.Errorf("CheckListenAddr(%q, %v) = %v, want ok=%v", tc.addr, tc.remote, err, tc.ok)
 		}
-	}
-}
-
-// Readers racing an overwriting writer on the data-dir backend see whole
-// objects only. s3bolt alone hands out bytes that alias bbolt's memory map
-// after its transaction ends, and readers saw torn objects (bolt.go).
-func TestDataDirConcurrentOverwrite(t *testing.T) {
-	url := start(t, emulator.Options{DataDir: t.TempDir()})
-	sc := s3Client(url)
-	bucket := createBucket(t, sc)
-	ctx := t.Context()
-	version := func(i int) []byte { return bytes.Repeat([]byte{'a' + byte(i%8)}, 16<<10*(1+i%8)) }
-	put := func(i int) error {
-		b := version(i)
-		_, err := sc.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: aws.String("shared"), Body: bytes.NewReader(b)})
-		return err
-	}
-	if err := put(0); err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	errc := make(chan error, 8)
-	wg.Go(func() {
-		for i := range 60 {
-			if err := put(i); err != nil {
-				errc <- err
-				return
-			}
-		}
-	})
-	for r := range 4 {
-		wg.Go(func() {
-			for range 60 {
-				out, err := sc.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: aws.String("shared")})
-				if err != nil {
-					errc <- err
-					return
-				}
-				b, err := io.ReadAll(out.Body)
-				out.Body.Close()
-				if err != nil {
-					errc <- err
-					return
-				}
-				v := int(b[0] - 'a')
-				if !bytes.Equal(b, version(v)) {
-					errc <- fmt.Errorf("reader %d: torn object: %d bytes starting %q", r, len(b), b[:1])
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errc)
-	for err := range errc {
-		t.Fatal(err)
 	}
 }

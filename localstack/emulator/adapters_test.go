@@ -7,7 +7,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/tierlog/tierlog/localstack/lite/emulator"
+	"github.com/tierlog/tierlog/localstack/emulator"
 	"github.com/tierlog/tierlog/pkg/meta"
 	"github.com/tierlog/tierlog/pkg/meta/dynamo"
 	"github.com/tierlog/tierlog/pkg/meta/metatest"
@@ -19,31 +19,23 @@ import (
 // The adapters' conformance suites, through one emulator endpoint, with the
 // clients built the way tierlog builds them.
 
+// TestObjstoreConformance runs objtest with S3 in memory (the lite
+// command's tests run it on its bbolt backend).
 func TestObjstoreConformance(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		opts func(t *testing.T) emulator.Options
-	}{
-		{"memory", func(*testing.T) emulator.Options { return emulator.Options{} }},
-		{"data-dir", func(t *testing.T) emulator.Options { return emulator.Options{DataDir: t.TempDir()} }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			url := start(t, tc.opts(t))
-			c := s3store.NewClient(aws.Config{Credentials: creds}, s3store.ClientOptions{Endpoint: url, MaxAttempts: 2})
-			objtest.Run(t, func(t *testing.T) objstore.Store {
-				b := unique("objtest")
-				if err := s3store.CreateBucket(t.Context(), c, b); err != nil {
-					t.Fatal(err)
-				}
-				s, err := s3store.New(c, b, "tierlog/test",
-					s3store.WithMultipartThreshold(s3store.MinPartSize), s3store.WithPartSize(s3store.MinPartSize))
-				if err != nil {
-					t.Fatal(err)
-				}
-				return s
-			})
-		})
-	}
+	url := start(t, emulator.Options{})
+	c := s3store.NewClient(aws.Config{Credentials: creds}, s3store.ClientOptions{Endpoint: url, MaxAttempts: 2})
+	objtest.Run(t, func(t *testing.T) objstore.Store {
+		b := unique("objtest")
+		if err := s3store.CreateBucket(t.Context(), c, b); err != nil {
+			t.Fatal(err)
+		}
+		s, err := s3store.New(c, b, "tierlog/test",
+			s3store.WithMultipartThreshold(s3store.MinPartSize), s3store.WithPartSize(s3store.MinPartSize))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
 }
 
 // The DynamoDB client is the SDK default (response CRC validation on), as

@@ -13,14 +13,14 @@
 //	everything else                                gofakes3 (github.com/johannesboyne/gofakes3),
 //	                                               path-style S3 only: /<bucket>/<key>
 //
-// S3 objects live in memory, or with Options.DataDir in one bbolt file,
-// DataDir/s3.bolt (gofakes3's s3bolt backend), so they survive a restart.
-// DynamoDB tables are always in memory and are lost when the process ends.
+// S3 objects live in memory, or in the gofakes3 backend Options.S3 names
+// (the lite command's --data-dir keeps them in a bbolt file). DynamoDB
+// tables are always in memory and are lost when the process ends.
 //
 // # What this package adds to the emulators
 //
-// Behind a shared endpoint, with several clients, both emulators need
-// fixes; dynamo.go and bolt.go apply them:
+// Behind a shared endpoint, with several clients, minidyn needs fixes;
+// dynamo.go applies them:
 //
 //   - X-Amz-Crc32 (minidyn). The DynamoDB SDK checks every response body
 //     against that header, and against 0 when it is absent. With this
@@ -44,12 +44,6 @@
 //   - TableStatus: a CreateTable or DescribeTable answer without one gets
 //     "ACTIVE", so the SDK's TableExists waiter and `aws dynamodb wait
 //     table-exists` finish.
-//   - Aliased bytes (gofakes3's s3bolt backend, DataDir only). It returns
-//     object bytes that point into bbolt's memory map after the read
-//     transaction has ended; a concurrent PUT then tears the object a GET
-//     is streaming, or remaps the file and the server dies with
-//     "unexpected fault address". bolt.go serialises writes against reads
-//     and copies what reads return.
 //
 // # Emulator limits
 //
@@ -59,26 +53,19 @@
 // ignores If-None-Match (see package objstore/s3). minidyn: no streams, no
 // TTL, no PITR; what it supports is listed in its docs/operations.md.
 //
-// An Emulator is safe for concurrent use. Close it to release the data
-// directory.
+// An Emulator is safe for concurrent use.
 package emulator
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3bolt"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
-	bolt "go.etcd.io/bbolt"
 )
 
 // Paths and headers that route a request.
@@ -88,20 +75,15 @@ const (
 	// DynamoDBTargetPrefix starts the X-Amz-Target header of every
 	// DynamoDB JSON 1.0 request.
 	DynamoDBTargetPrefix = "DynamoDB_20120810."
-	// BoltFile is the name of the S3 object file under Options.DataDir.
-	BoltFile = "s3.bolt"
 )
 
 // Options configures New. The zero value serves both services from memory
 // and logs nothing.
 type Options struct {
-	// DataDir, when set, keeps S3 buckets and objects in DataDir/s3.bolt
-	// (the directory is created). Only one process may use a DataDir at a
-	// time: New fails after LockTimeout if another holds it. DynamoDB
-	// tables are in memory whatever DataDir says.
-	DataDir string
-	// LockTimeout bounds the wait for DataDir's file lock (default 2 s).
-	LockTimeout time.Duration
+	// S3 is the backend of S3 buckets and objects; nil keeps them in
+	// memory. It must be safe for concurrent requests. The Emulator takes
+	// it over: Close closes it if it is an io.Closer.
+	S3 gofakes3.Backend
 	// Logger receives emulator errors (gofakes3 internal errors, response
 	// write failures). nil discards them.
 	Logger *slog.Logger
@@ -112,7 +94,7 @@ type Options struct {
 type Emulator struct {
 	s3     http.Handler
 	ddb    *dynamo
-	db     *bolt.DB // nil when S3 is in memory
+	s3back gofakes3.Backend
 	logger *slog.Logger
 	health []byte
 }
@@ -120,35 +102,18 @@ type Emulator struct {
 var _ http.Handler = (*Emulator)(nil)
 var _ io.Closer = (*Emulator)(nil)
 
-// New returns an Emulator with opts applied: S3 in memory or in
-// opts.DataDir, DynamoDB in memory.
+// New returns an Emulator with opts applied: S3 in opts.S3 (else in
+// memory), DynamoDB in memory.
 func New(opts Options) (*Emulator, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	if opts.LockTimeout <= 0 {
-		opts.LockTimeout = 2 * time.Second
-	}
 	e := &Emulator{logger: opts.Logger, ddb: newDynamo(opts.Logger)}
-
-	var backend gofakes3.Backend
-	if opts.DataDir == "" {
+	backend := opts.S3
+	if backend == nil {
 		backend = s3mem.New()
-	} else {
-		if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
-			return nil, fmt.Errorf("emulator: data dir: %w", err)
-		}
-		path := filepath.Join(opts.DataDir, BoltFile)
-		db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.LockTimeout})
-		if err != nil {
-			if errors.Is(err, bolt.ErrTimeout) {
-				return nil, fmt.Errorf("emulator: %s is in use by another process (waited %v)", path, opts.LockTimeout)
-			}
-			return nil, fmt.Errorf("emulator: open %s: %w", path, err)
-		}
-		e.db = db
-		backend = &boltBackend{inner: s3bolt.New(db)}
 	}
+	e.s3back = backend
 	e.s3 = gofakes3.New(backend, gofakes3.WithLogger(gofakesLogger{opts.Logger})).Server()
 
 	health, err := json.Marshal(map[string]any{
@@ -196,16 +161,12 @@ func (e *Emulator) serveHealth(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// Close releases the data directory, if any. The Emulator must not serve
-// requests after Close.
+// Close closes the S3 backend if it is an io.Closer (the lite command's
+// bbolt file); an Emulator in memory holds nothing to release. The
+// Emulator must not serve requests after Close.
 func (e *Emulator) Close() error {
-	if e.db == nil {
-		return nil
-	}
-	err := e.db.Close()
-	e.db = nil
-	if err != nil {
-		return fmt.Errorf("emulator: close %s: %w", BoltFile, err)
+	if c, ok := e.s3back.(io.Closer); ok {
+		return c.Close()
 	}
 	return nil
 }
