@@ -535,7 +535,7 @@ async function pageSubscriptions() {
     let list;
     try { list = await get("/v1/subscriptions"); } catch (e) {
       if (e.status === 404) {
-        clear(box, msg("info", "No subscriptions: this server does not have them (GET /v1/subscriptions answers 404). Push delivery to functions comes with a later tierlog; this page shows their state, lag, last error and the records sent to on_failure once it does."));
+        clear(box, msg("info", "No subscriptions: this server does not serve them (GET /v1/subscriptions answers 404)."));
         return;
       }
       throw e;
