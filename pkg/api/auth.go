@@ -109,6 +109,20 @@ func (s *server) authorize(r *http.Request, op auth.Op, topics, groups []string)
 	return auth.Check(p.tok, op, topics, groups)
 }
 
+// stillAdmitted checks again, for a request that lives on (a stream),
+// that the token it was admitted with is still good: not revoked, not
+// expired. A token's scope never changes, so its checks hold while it does.
+func (s *server) stillAdmitted(r *http.Request) error {
+	if !s.enforce {
+		return nil
+	}
+	if p, ok := r.Context().Value(tokenKey{}).(principal); !ok || p.trusted {
+		return nil // an open route, or one API Gateway authorized
+	}
+	_, err := s.auth.Authenticate(r.Context(), r.Header.Get("Authorization"))
+	return err
+}
+
 // visible reports whether a list answer may show the topic (group false)
 // or group named name to r's token: always with token auth off.
 func (s *server) visible(r *http.Request, group bool, name string) bool {

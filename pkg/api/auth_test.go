@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -437,6 +438,21 @@ func TestAuthBodyNames(t *testing.T) {
 	if len(list.Topics) != 1 || list.Topics[0].Name != "orders" {
 		t.Errorf("GET /v1/topics with a token for orders: %+v", list.Topics)
 	}
+	// A group's description names only the offset topics the token
+	// covers, as Kafka's offset fetch leaves out topics the principal may
+	// not describe.
+	a.must(admin, "PUT", "/v1/groups/billing/offsets", `{"offsets":[{"topic":"payments","partition":0,"offset":1}]}`, 204, nil)
+	var desc struct {
+		OffsetTopics []string `json:"offset_topics"`
+	}
+	a.must(admin, "GET", "/v1/groups/billing", nil, 200, &desc)
+	if len(desc.OffsetTopics) != 2 {
+		t.Fatalf("GET /v1/groups/billing as admin: offset_topics %v, want orders and payments", desc.OffsetTopics)
+	}
+	a.must(tok, "GET", "/v1/groups/billing", nil, 200, &desc)
+	if len(desc.OffsetTopics) != 1 || desc.OffsetTopics[0] != "orders" {
+		t.Errorf("GET /v1/groups/billing with a token for orders: offset_topics %v, want [orders]", desc.OffsetTopics)
+	}
 }
 
 // TestTokenRoutes: the create request's checks, revocation, and a token
@@ -496,4 +512,59 @@ func TestTokenRoutes(t *testing.T) {
 	a.must(admin, "DELETE", "/v1/tokens/"+made.ID, nil, 204, nil)
 	checkError(t, "revoked", a.call("Bearer "+made.Token, "GET", "/v1/topics/orders", nil), 401, "unauthorized")
 	checkError(t, "revoke again", a.call(admin, "DELETE", "/v1/tokens/"+made.ID, nil), 404, "token_not_found")
+}
+
+// TestStreamEndsOnRevocation: a stream opened with a token ends with an
+// unauthorized error event once the token is revoked, instead of
+// delivering the next record.
+func TestStreamEndsOnRevocation(t *testing.T) {
+	a := newAuthServer(t, t.TempDir())
+	admin := a.bootstrap()
+	a.must(admin, "POST", "/v1/topics", map[string]any{"name": "orders"}, 201, nil)
+	a.must(admin, "POST", "/v1/topics/orders/partitions/0/records", `{"records":[{"value":"first"}]}`, 200, nil)
+	orders := "orders"
+	tok := a.token(admin, scopeMap(scopeArg{Topics: &nameArg{Exact: &orders}, Operations: []string{"consume"}}), 0)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", a.url+"/v1/topics/orders/partitions/0/records?offset=0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+tok.Token)
+	res, err := a.http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &sseStream{res: res, r: bufio.NewReader(res.Body), cancel: cancel, t: t}
+	defer st.close()
+	if res.StatusCode != 200 {
+		t.Fatalf("open stream: %d", res.StatusCode)
+	}
+	nextEvent := func() sseEvent {
+		t.Helper()
+		for {
+			ev, err := st.next()
+			if err != nil {
+				t.Fatalf("stream: %v", err)
+			}
+			if !ev.comment {
+				return ev
+			}
+		}
+	}
+	if ev := nextEvent(); !strings.Contains(ev.data, "first") {
+		t.Fatalf("first event %+v, want the record", ev)
+	}
+	a.must(admin, "DELETE", "/v1/tokens/"+tok.ID, nil, 204, nil)
+	a.clk.Add(2 * auth.DefaultCacheTTL) // past any cached verdict
+	a.must(admin, "POST", "/v1/topics/orders/partitions/0/records", `{"records":[{"value":"second"}]}`, 200, nil)
+	ev := nextEvent()
+	if ev.event != "error" || !strings.Contains(ev.data, "unauthorized") || strings.Contains(ev.data, "second") {
+		t.Fatalf("after revocation the stream sent %+v, want an unauthorized error event", ev)
+	}
+	if _, err := st.next(); err == nil {
+		t.Error("the stream went on after its error event")
+	}
 }

@@ -260,9 +260,11 @@ func (s *server) describeGroup(w http.ResponseWriter, r *http.Request) error {
 		Generation   int64        `json:"generation"`
 		Members      []memberJSON `json:"members"`
 		OffsetTopics []string     `json:"offset_topics"`
-	}{Group: d.Group, Generation: d.Generation, Members: make([]memberJSON, len(d.Members)), OffsetTopics: d.OffsetTopics}
-	if out.OffsetTopics == nil {
-		out.OffsetTopics = []string{}
+	}{Group: d.Group, Generation: d.Generation, Members: make([]memberJSON, len(d.Members)), OffsetTopics: []string{}}
+	for _, t := range d.OffsetTopics {
+		if s.visible(r, false, t) { // the token's topics only, as in the lists
+			out.OffsetTopics = append(out.OffsetTopics, t)
+		}
 	}
 	for i, m := range d.Members {
 		out.Members[i] = memberJSON{MemberID: m.ID, Topics: m.Topics, SessionTimeoutMs: m.SessionTimeoutMs, ExpiresMs: m.ExpiresMs, Assignments: toAssignments(m.Assignments)}

@@ -276,6 +276,13 @@ func (s *server) fetchStream(w http.ResponseWriter, r *http.Request, req broker.
 	}
 	keepAlive := s.stream.KeepAlive
 	for {
+		// A token revoked or expired since the stream opened ends it
+		// before anything more is sent: within a keep-alive and the
+		// verifier's cache.
+		if err := s.stillAdmitted(r); err != nil {
+			s.streamError(r, st, err)
+			return
+		}
 		if len(res.Records) > 0 {
 			if err := st.records(res.Records, enc); err != nil {
 				s.streamEnded(r, err)
