@@ -148,6 +148,11 @@ var httpClient = &http.Client{Timeout: 30 * time.Second}
 // DoJSON sends method url with body as JSON (none if nil) and decodes a
 // 2xx answer into out (if not nil). It returns the status.
 func DoJSON(method, url string, body, out any) (int, error) {
+	return DoJSONAuth(method, url, "", body, out)
+}
+
+// DoJSONAuth is DoJSON with an Authorization header (none for "").
+func DoJSONAuth(method, url, authorization string, body, out any) (int, error) {
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
@@ -155,6 +160,9 @@ func DoJSON(method, url string, body, out any) (int, error) {
 	}
 	req, _ := http.NewRequest(method, url, rd)
 	req.Header.Set("Content-Type", "application/json")
+	if authorization != "" {
+		req.Header.Set("Authorization", authorization)
+	}
 	resp, err := httpClient.Do(req)
 	if err != nil {
 		return 0, err
