@@ -67,11 +67,17 @@ func (l *Log) write(ctx context.Context, batch []*pending) ([]Appended, error) {
 		l.removeStaged(r.remove)
 		return nil, nil
 	}
+	if err := l.renewIfDue(ctx, r); err != nil {
+		return nil, err
+	}
 	if err := l.place(r, batch); err != nil {
 		l.dropWriter(ctx)
 		return nil, err
 	}
 	defer l.keepRecBuf(r.recs)
+	if err := l.renewIfDue(ctx, r); err != nil {
+		return nil, err
+	}
 	if err := l.persist(ctx, r); err != nil {
 		l.dropWriter(ctx)
 		return nil, err
@@ -245,6 +251,40 @@ func (l *Log) persist(ctx context.Context, r *round) error {
 	}
 	r.st.Active = &act
 	r.st.LastTS = max(r.st.LastTS, r.maxTS) // the largest so far
+	return nil
+}
+
+// renewIfDue extends the lease between phases when less than half of it is
+// left, so that a round that runs long (a slow file system, many staged
+// batches to read) is not taken over before its commit: Meta.Commit of the
+// state last committed, unchanged (l.lease: always safe to commit, as a
+// release is), keeping the lease to now+LeaseTTL and moving the version
+// on. Fenced or unknown: the round ends as a failed commit does, with
+// nothing written that a commit names. A parked lease is not renewed:
+// anyone may take it at once, whatever its time.
+func (l *Log) renewIfDue(ctx context.Context, r *round) error {
+	if l.parked {
+		return nil
+	}
+	now := l.cfg.Now()
+	if now.UnixMilli() < l.lease.LeaseUntil-l.cfg.LeaseTTL.Milliseconds()/2 {
+		return nil
+	}
+	err := trace.Capture(ctx, trace.SpanCommit, func(ctx context.Context) error {
+		return l.cfg.Meta.Commit(ctx, l.lease, false, now, l.cfg.LeaseTTL)
+	})
+	if err != nil {
+		if errors.Is(err, meta.ErrFenced) {
+			l.cfg.Metrics.Conflict()
+			l.sawOther()
+		}
+		l.closeWriter(false)
+		l.holding = false
+		return fmt.Errorf("%w: renew the lease: %w", ErrUnavailable, err)
+	}
+	l.lease.Version++
+	l.lease.LeaseUntil = now.Add(l.cfg.LeaseTTL).UnixMilli()
+	r.st.Version, r.st.LeaseUntil = l.lease.Version, l.lease.LeaseUntil
 	return nil
 }
 
