@@ -195,9 +195,7 @@ func (l *Log) waitTurn(ctx context.Context, batch []*pending) {
 	interval := pollMin
 	version := p0.Version // 0 unless read: the first poll reads the window
 	freePolls := 0
-	// With the checkpoint, the first look is there too (the window is
-	// read to its newest slot); the item is read when it cannot tell.
-	lookItem, itemAt := !l.cfg.Checkpoint, l.cfg.Now()
+	lookItem, itemAt := true, time.Time{}
 	var stamp ckptStamp // the checkpoint's, at the last look
 	for len(left) > 0 {
 		if err := l.cfg.Sleep(ctx, interval); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
