@@ -32,6 +32,9 @@ var layers = [][]string{
 	{"pkg/partition", "pkg/tier", "pkg/auth"},
 	// Topics, routing, produce, fetch, groups; finalize, retention, cleanup.
 	{"pkg/broker", "pkg/compactor", "pkg/subscribe"},
+	// The JSON of records: the produce body's scanner, the fetch and
+	// produce answers' encoders (over the broker's record types).
+	{"internal/jsonrec"},
 	// The HTTP API over the broker.
 	{"pkg/api"},
 	// The web console: its pages, and its history of the broker's counters.
