@@ -26,6 +26,7 @@ import (
 	"github.com/tierlog/tierlog/pkg/broker"
 )
 
+// Opts configures `tierlog bench`; each field is the flag of its name.
 type Opts struct {
 	URL         string
 	RecordSizes []int
@@ -65,6 +66,8 @@ func (r *benchRow) finish() {
 	r.p50, r.p99, r.p999 = pct(0.50), pct(0.99), pct(0.999)
 }
 
+// Run runs `tierlog bench`: the workloads of o, progress to stderr, the
+// table to stdout (and into o.Out when set).
 func Run(ctx context.Context, stdout, stderr io.Writer, o Opts) error {
 	if o.Partitions < 1 || o.Clients < 1 || o.Duration <= 0 {
 		return usagef("--partitions and --clients must be >= 1 and --duration positive")
