@@ -1,47 +1,32 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"fmt"
-	"io"
-	"net"
-	"net/http"
-	"os"
-	"path/filepath"
-	"runtime"
-	"runtime/pprof"
-	"slices"
-	"strconv"
+	"errors"
+	"log/slog"
+	"os/signal"
 	"strings"
-	"sync"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	tlclient "github.com/tierlog/tierlog/pkg/client"
+	"github.com/tierlog/tierlog/internal/bench"
 	"github.com/tierlog/tierlog/pkg/segment"
-	tlserver "github.com/tierlog/tierlog/pkg/server"
-
-	"github.com/tierlog/tierlog/pkg/broker"
 )
 
-type benchOpts struct {
-	url         string
-	recordSizes []int
-	batchSizes  []int
-	partitions  int
-	clients     int
-	duration    time.Duration
-	formats     []string
-	out         string
-	cpuprofile  string
+// The bench commands: their flags, and the harness of internal/bench
+// that runs them.
+
+// benchErr makes the harness's option errors usage errors (exit 2).
+func benchErr(err error) error {
+	if ue := (*bench.UsageError)(nil); errors.As(err, &ue) {
+		return usageError{err}
+	}
+	return err
 }
 
 func newBenchCmd() *cobra.Command {
-	o := benchOpts{}
+	o := bench.Opts{}
 	c := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure produce and fetch end to end, against raw disk and direct engine calls",
@@ -57,501 +42,134 @@ it writes the table, the machine and the command line into a Markdown file
 (between marker comments, so the rest of the file is kept).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runBench(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
+			return benchErr(bench.Run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o))
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&o.url, "url", "", "benchmark this server instead of a local one started for the run")
-	f.IntSliceVar(&o.recordSizes, "record-size", []int{100, 1024}, "record value sizes in bytes")
-	f.IntSliceVar(&o.batchSizes, "batch", []int{100, 1000}, "records per produce request")
-	f.IntVar(&o.partitions, "partitions", 1, "partitions of the benchmark topic")
-	f.IntVar(&o.clients, "clients", 1, "concurrent clients (client i writes partition i mod partitions)")
-	f.DurationVar(&o.duration, "duration", 3*time.Second, "how long each workload runs")
-	f.StringSliceVar(&o.formats, "format", []string{"json", "binary"}, "wire formats for the HTTP workloads")
-	f.StringVar(&o.out, "out", "", "also write the results into this Markdown file (e.g. docs/benchmarks.md)")
-	f.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	f.StringVar(&o.URL, "url", "", "benchmark this server instead of a local one started for the run")
+	f.IntSliceVar(&o.RecordSizes, "record-size", []int{100, 1024}, "record value sizes in bytes")
+	f.IntSliceVar(&o.BatchSizes, "batch", []int{100, 1000}, "records per produce request")
+	f.IntVar(&o.Partitions, "partitions", 1, "partitions of the benchmark topic")
+	f.IntVar(&o.Clients, "clients", 1, "concurrent clients (client i writes partition i mod partitions)")
+	f.DurationVar(&o.Duration, "duration", 3*time.Second, "how long each workload runs")
+	f.StringSliceVar(&o.Formats, "format", []string{"json", "binary"}, "wire formats for the HTTP workloads")
+	f.StringVar(&o.Out, "out", "", "also write the results into this Markdown file (e.g. docs/benchmarks.md)")
+	f.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	c.AddCommand(newBenchContentionCmd(), newBenchCloudCmd())
 	return c
 }
 
-// benchRow is one workload's result.
-type benchRow struct {
-	workload        string
-	recSize, batch  int
-	records, bytes  int64
-	elapsed         time.Duration
-	lat             []time.Duration
-	awsPerMB        float64 // < 0: not counted
-	vsRaw, vsEngine float64 // 0: not applicable
-	recordsPS, mbPS float64
-	p50, p99, p999  time.Duration
-}
+func newBenchContentionCmd() *cobra.Command {
+	o := bench.ContentionOpts{}
+	var delays []string
+	c := &cobra.Command{
+		Use:   "contention",
+		Short: "Many writers, one partition: N aws-backend processes in Lambda mode against dynalite",
+		Long: `Measure many writers on one partition, as Lambda runs them: for each
+number of writers N and each DynamoDB delay, start N 'tierlog serve
+--backend aws' processes (lease released after every batch, the aws
+backend's default) sharing one hot dir, with dynalite behind an in-process
+proxy that adds the delay to every DynamoDB request and counts them by
+operation. One client per process, one request in flight each, sends
+batches to partition 0 of a one-partition topic over plain HTTP with no
+retries. Per cell: acknowledged requests/s, the share answered 503, p50 and
+p99 of the 200s, DynamoDB writes (condition failures included) and reads
+per acknowledged request, and hot-tier file-system operations per
+acknowledged request (tierlog_hot_fs_ops_total of every process).
 
-func (r *benchRow) finish() {
-	secs := r.elapsed.Seconds()
-	r.recordsPS = float64(r.records) / secs
-	r.mbPS = float64(r.bytes) / secs / 1e6
-	slices.Sort(r.lat)
-	pct := func(p float64) time.Duration {
-		if len(r.lat) == 0 {
-			return 0
-		}
-		return r.lat[min(len(r.lat)-1, int(p*float64(len(r.lat))))]
-	}
-	r.p50, r.p99, r.p999 = pct(0.50), pct(0.99), pct(0.999)
-}
-
-func runBench(ctx context.Context, stdout, stderr io.Writer, o benchOpts) error {
-	if o.partitions < 1 || o.clients < 1 || o.duration <= 0 {
-		return usageError{fmt.Errorf("--partitions and --clients must be >= 1 and --duration positive")}
-	}
-	for _, f := range o.formats {
-		if f != "json" && f != "binary" {
-			return usageError{fmt.Errorf("--format %q: want json or binary", f)}
-		}
-	}
-	if o.cpuprofile != "" {
-		f, err := os.Create(o.cpuprofile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
-	}
-	tmp, err := os.MkdirTemp("", "tierlog-bench-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-
-	url := o.url
-	if url == "" {
-		srv, addr, err := startBenchServer(ctx, filepath.Join(tmp, "server"))
-		if err != nil {
-			return err
-		}
-		defer srv.Close()
-		url = "http://" + addr
-	}
-	engine, err := tlserver.Open(ctx, tlserver.Config{DataDir: filepath.Join(tmp, "engine"), CompactInterval: -1})
-	if err != nil {
-		return err
-	}
-	defer engine.Close()
-
-	var rows []*benchRow
-	for _, size := range o.recordSizes {
-		for _, batch := range o.batchSizes {
-			fmt.Fprintf(stderr, "bench: %d B records, batches of %d\n", size, batch)
-			// Each workload starts with no dirty pages left by the one
-			// before: what it wrote is deleted and the page cache flushed,
-			// so no workload pays for another's writeback.
-			settle()
-			raw, err := benchRaw(filepath.Join(tmp, "raw"), size, batch, o)
-			if err != nil {
-				return err
-			}
-			settle()
-			eng, engFetch, err := benchEngine(ctx, engine.Broker, size, batch, o)
-			if err != nil {
-				return err
-			}
-			rows = append(rows, raw, eng, engFetch)
-			for _, format := range o.formats {
-				settle()
-				prod, topic, err := benchHTTPProduce(ctx, url, format, size, batch, o)
-				if err != nil {
-					return err
+Needs dynalite: run 'make test-deps' first (it installs tools/dynalite).
+The cold tier is an S3 stub that refuses every request (the compactor is
+off, so none should come; any that does is reported).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			for _, d := range delays {
+				v, err := time.ParseDuration(d)
+				if d == "0" {
+					v, err = 0, nil
 				}
-				prod.vsRaw, prod.vsEngine = prod.mbPS/raw.mbPS, prod.mbPS/eng.mbPS
-				fetch, err := benchHTTPFetch(ctx, url, topic, format, size, batch, o)
-				if err != nil {
-					return err
+				if err != nil || v < 0 {
+					return usagef("--delay %q: want durations such as 0,5ms", d)
 				}
-				fetch.vsEngine = fetch.mbPS / engFetch.mbPS
-				rows = append(rows, prod, fetch)
-				if cl, err := benchClient(url, "json"); err == nil {
-					cl.DeleteTopic(ctx, topic)
-				}
+				o.Delays = append(o.Delays, v)
 			}
-		}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+			o.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			return benchErr(bench.Contention(ctx, cmd.OutOrStdout(), o))
+		},
 	}
-	table := renderBench(rows)
-	fmt.Fprint(stdout, table)
-	if o.out != "" {
-		if err := writeBenchDoc(o.out, table); err != nil {
-			return err
-		}
-		fmt.Fprintf(stderr, "bench: wrote %s\n", o.out)
-	}
-	return nil
+	f := c.Flags()
+	f.IntSliceVar(&o.Writers, "writers", []int{1, 2, 4, 8, 16}, "numbers of writer processes, one cell each")
+	f.StringSliceVar(&delays, "delay", []string{"0", "5ms"}, "DynamoDB latency the proxy adds to every request, one table each")
+	f.DurationVar(&o.Duration, "duration", 5*time.Second, "how long each cell's clients send")
+	f.IntVar(&o.Records, "records", 10, "records per produce request")
+	f.IntVar(&o.RecordBytes, "record-bytes", 100, "bytes per record value")
+	f.BoolVar(&o.Markdown, "markdown", false, "print Markdown tables")
+	f.StringVar(&o.Dynalite, "dynalite", "", "the dynalite install (default tools/dynalite of the repository holding the working directory)")
+	return c
 }
 
-// startBenchServer serves a local-backend server on a free loopback port.
-func startBenchServer(ctx context.Context, dir string) (io.Closer, string, error) {
-	s, err := tlserver.Open(ctx, tlserver.Config{DataDir: dir, CompactInterval: -1})
-	if err != nil {
-		return nil, "", err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		s.Close()
-		return nil, "", err
-	}
-	hs := &http.Server{Handler: s.Handler()}
-	go hs.Serve(ln)
-	return closerFunc(func() error { hs.Close(); return s.Close() }), ln.Addr().String(), nil
-}
+func newBenchCloudCmd() *cobra.Command {
+	o := bench.CloudOpts{}
+	var cells string
+	c := &cobra.Command{
+		Use:   "cloud",
+		Short: "The write path as Lambda on EFS would see it: hot-tier latency, API Gateway overhead, DynamoDB delay, and what it costs",
+		Long: `Measure produce, tiering and reading with the latencies of the cloud
+charged: every hot-tier file-system call of the servers waits the latency of
+its NFS round trip under --profile (tierlog serve --hot-fs-latency), every
+DynamoDB request --delay (the proxy of 'tierlog bench contention'), and the
+client waits --overhead before each request (API Gateway and a warm Lambda).
 
-// settle writes back dirty pages so the next workload starts from a quiet
-// disk.
-func settle() {
-	syscall.Sync()
-	time.Sleep(200 * time.Millisecond)
-}
+Cells (--cells, WRITERSxPARTITIONS): that many 'tierlog serve --backend aws'
+processes in Lambda mode on one shared hot dir, one client each, one
+request in flight, writer i on partition i mod PARTITIONS; the machinery of
+'tierlog bench contention'. Per cell: ok requests/s per partition, p50/p99,
+hot-tier operations per produce by kind, durable EFS round trips per
+produce, DynamoDB reads and writes per produce, the first produce of a cold
+process, and what a million produces and a GB cost (docs/cost.md).
 
-type closerFunc func() error
+Then: a tiering step (one server writes --tier-segments sealed segments,
+then the compactor runs once, in this process, against an in-process S3
+(gofakes3) whose requests are counted): S3 and DynamoDB requests per MiB
+finalized. A reader step: a long-poll consumer on a second process, its
+delivery latency after each commit. With --strace N, an strace step: N
+produces of one server counted by strace (attached for just those) and by
+its tierlog_hot_fs_ops_total.
 
-func (f closerFunc) Close() error { return f() }
-
-// runFor runs op from o.clients goroutines until o.duration passes, and
-// collects every op's latency. op gets the client index and returns the
-// records and bytes it moved.
-func runFor(o benchOpts, op func(client int) (int, int, error)) (*benchRow, error) {
-	var mu sync.Mutex
-	row := &benchRow{awsPerMB: -1}
-	var firstErr error
-	var wg sync.WaitGroup
-	start := time.Now()
-	deadline := start.Add(o.duration)
-	for c := 0; c < o.clients; c++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var lat []time.Duration
-			var recs, bytes int64
-			for time.Now().Before(deadline) {
-				t0 := time.Now()
-				n, b, err := op(c)
-				if err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = err
-					}
-					mu.Unlock()
-					return
-				}
-				if n == 0 {
-					break
-				}
-				lat = append(lat, time.Since(t0))
-				recs += int64(n)
-				bytes += int64(b)
+Needs dynalite: run 'make test-deps' first.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var err error
+			if o.Cells, err = bench.ParseCells(cells); err != nil {
+				return usagef("--cells: %v", err)
 			}
-			mu.Lock()
-			row.lat = append(row.lat, lat...)
-			row.records += recs
-			row.bytes += bytes
-			mu.Unlock()
-		}()
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+			o.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			return benchErr(bench.Cloud(ctx, cmd.OutOrStdout(), o))
+		},
 	}
-	wg.Wait()
-	row.elapsed = time.Since(start)
-	row.finish()
-	return row, firstErr
-}
-
-// benchRaw writes the bytes a batch takes on disk with one write and one
-// fsync per batch: the floor any log with fsync per batch stands on.
-func benchRaw(dir string, size, batch int, o benchOpts) (*benchRow, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	n := batch * (segment.RecordHeaderSize + size)
-	buf := bytes.Repeat([]byte{'r'}, n)
-	// Append to fresh files, rolling every 64 MiB like the engine's
-	// segments, and keep them until the workload ends: both then pay for
-	// allocating new blocks and for the page cache's writeback of what
-	// they wrote (deleting a file early would drop its dirty pages).
-	files := make([]*os.File, o.clients)
-	pos := make([]int64, o.clients)
-	roll := func(c int) error {
-		if files[c] != nil {
-			files[c].Close()
-		}
-		f, err := os.CreateTemp(dir, "raw-")
-		files[c], pos[c] = f, 0
-		return err
-	}
-	defer func() {
-		for _, f := range files {
-			if f != nil {
-				f.Close()
-			}
-		}
-		os.RemoveAll(dir)
-	}()
-	for c := range files {
-		if err := roll(c); err != nil {
-			return nil, err
-		}
-	}
-	row, err := runFor(o, func(c int) (int, int, error) {
-		if pos[c] > 64<<20 {
-			if err := roll(c); err != nil {
-				return 0, 0, err
-			}
-		}
-		if _, err := files[c].WriteAt(buf, pos[c]); err != nil {
-			return 0, 0, err
-		}
-		pos[c] += int64(n)
-		return batch, batch * size, files[c].Sync()
-	})
-	if row != nil {
-		row.workload, row.recSize, row.batch = "raw write+fsync", size, batch
-	}
-	return row, err
-}
-
-func benchRecords(size, batch int) []broker.ProduceRecord {
-	recs := make([]broker.ProduceRecord, batch)
-	v := bytes.Repeat([]byte{'v'}, size)
-	for i := range recs {
-		recs[i] = broker.ProduceRecord{Value: v}
-	}
-	return recs
-}
-
-// benchEngine calls the broker directly: no HTTP, no JSON.
-// benchEngine produces with direct broker calls, then reads what it wrote
-// back in 1 MiB fetches: the baselines of the HTTP produce and fetch rows.
-func benchEngine(ctx context.Context, b *broker.Broker, size, batch int, o benchOpts) (*benchRow, *benchRow, error) {
-	topic := fmt.Sprintf("engine-%d-%d", size, batch)
-	seg := int64(64 << 20)
-	if _, err := b.CreateTopic(ctx, broker.TopicSpec{Name: topic, Partitions: &o.partitions, SegmentBytes: &seg}); err != nil {
-		return nil, nil, err
-	}
-	defer b.DeleteTopic(ctx, topic)
-	recs := benchRecords(size, batch)
-	prod, err := runFor(o, func(c int) (int, int, error) {
-		_, err := b.ProducePartition(ctx, topic, c%o.partitions, recs)
-		return batch, batch * size, err
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	prod.workload, prod.recSize, prod.batch = "engine produce", size, batch
-	next := make([]int64, o.clients)
-	fetch, err := runFor(o, func(c int) (int, int, error) {
-		p := c % o.partitions
-		f, err := b.Fetch(ctx, broker.FetchRequest{Topic: topic, Partition: p, Offset: next[c], MaxRecords: broker.MaxFetchRecords, MaxBytes: 1 << 20})
-		if err != nil {
-			return 0, 0, err
-		}
-		if f.NextOffset >= f.HighWatermark {
-			next[c] = 0 // read the partition again from the start
-		} else {
-			next[c] = f.NextOffset
-		}
-		n := 0
-		for _, r := range f.Records {
-			n += len(r.Key) + len(r.Value)
-		}
-		return len(f.Records), n, nil
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	fetch.workload, fetch.recSize, fetch.batch = "engine fetch", size, batch
-	return prod, fetch, nil
-}
-
-func benchClient(url, format string) (*tlclient.Client, error) {
-	f := tlclient.JSON
-	if format == "binary" {
-		f = tlclient.Binary
-	}
-	return tlclient.New(url, tlclient.WithFormat(f))
-}
-
-func benchHTTPProduce(ctx context.Context, url, format string, size, batch int, o benchOpts) (*benchRow, string, error) {
-	cl, err := benchClient(url, format)
-	if err != nil {
-		return nil, "", err
-	}
-	topic := fmt.Sprintf("bench-%s-%d-%d-%d", format, size, batch, time.Now().UnixNano())
-	seg := int64(64 << 20)
-	if _, err := cl.CreateTopic(ctx, tlclient.TopicSpec{Name: topic, Partitions: o.partitions, SegmentBytes: &seg}); err != nil {
-		return nil, "", err
-	}
-	recs := make([]tlclient.Record, batch)
-	v := bytes.Repeat([]byte{'v'}, size)
-	for i := range recs {
-		recs[i] = tlclient.Record{Value: v}
-	}
-	before := awsRequests(ctx, url)
-	row, err := runFor(o, func(c int) (int, int, error) {
-		_, err := cl.ProduceTo(ctx, topic, c%o.partitions, recs)
-		return batch, batch * size, err
-	})
-	if row != nil {
-		row.workload, row.recSize, row.batch = "http produce "+format, size, batch
-		if after := awsRequests(ctx, url); before >= 0 && after >= 0 && row.bytes > 0 {
-			row.awsPerMB = float64(after-before) / (float64(row.bytes) / 1e6)
-		}
-	}
-	return row, topic, err
-}
-
-func benchHTTPFetch(ctx context.Context, url, topic, format string, size, batch int, o benchOpts) (*benchRow, error) {
-	cl, err := benchClient(url, format)
-	if err != nil {
-		return nil, err
-	}
-	next := make([]int64, o.clients)
-	hws := make([]int64, o.partitions)
-	for p := range hws {
-		off, err := cl.Offsets(ctx, topic, p)
-		if err != nil {
-			return nil, err
-		}
-		hws[p] = off.HighWatermark
-	}
-	before := awsRequests(ctx, url)
-	row, err := runFor(o, func(c int) (int, int, error) {
-		p := c % o.partitions
-		if next[c] >= hws[p] {
-			next[c] = 0 // read the partition again from the start
-		}
-		res, err := cl.Fetch(ctx, topic, p, next[c], tlclient.FetchOptions{MaxRecords: 10000, MaxBytes: 1 << 20})
-		if err != nil {
-			return 0, 0, err
-		}
-		n := 0
-		for _, m := range res.Messages {
-			n += len(m.Value) + len(m.Key)
-		}
-		next[c] = res.NextOffset
-		return len(res.Messages), n, nil
-	})
-	if row != nil {
-		row.workload, row.recSize, row.batch = "http fetch "+format, size, batch
-		if after := awsRequests(ctx, url); before >= 0 && after >= 0 && row.bytes > 0 {
-			row.awsPerMB = float64(after-before) / (float64(row.bytes) / 1e6)
-		}
-	}
-	return row, err
-}
-
-// awsRequests sums the server's S3 and DynamoDB request counters from
-// /metrics, or -1 when the backend does not count AWS requests.
-func awsRequests(ctx context.Context, url string) int64 {
-	req, _ := http.NewRequestWithContext(ctx, "GET", url+"/metrics", nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return -1
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	var total int64
-	counted := false
-	for _, line := range strings.Split(string(b), "\n") {
-		if !strings.HasPrefix(line, "tierlog_metadata_requests_total{") && !strings.HasPrefix(line, "tierlog_object_requests_total{") {
-			continue
-		}
-		if strings.HasPrefix(line, "tierlog_metadata_requests_total{") {
-			counted = true
-		}
-		if i := strings.LastIndexByte(line, ' '); i > 0 {
-			v, _ := strconv.ParseFloat(line[i+1:], 64)
-			total += int64(v)
-		}
-	}
-	if !counted {
-		return -1 // the local backend: no AWS requests to count
-	}
-	return total
-}
-
-func renderBench(rows []*benchRow) string {
-	var b strings.Builder
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\trecord\tbatch\trecords/s\tMB/s\tp50 ms\tp99 ms\tp999 ms\tvs raw\tvs engine\tAWS req/MB\t")
-	ms := func(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d)/1e6) }
-	ratio := func(v float64) string {
-		if v == 0 {
-			return "-"
-		}
-		return fmt.Sprintf("%.2f", v)
-	}
-	for _, r := range rows {
-		aws := "-"
-		if r.awsPerMB >= 0 {
-			aws = fmt.Sprintf("%.2f", r.awsPerMB)
-		}
-		fmt.Fprintf(tw, "%s\t%d B\t%d\t%.0f\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.workload, r.recSize, r.batch,
-			r.recordsPS, r.mbPS, ms(r.p50), ms(r.p99), ms(r.p999), ratio(r.vsRaw), ratio(r.vsEngine), aws)
-	}
-	tw.Flush()
-	return b.String()
-}
-
-const (
-	benchBegin = "<!-- tierlog bench: begin -->"
-	benchEnd   = "<!-- tierlog bench: end -->"
-)
-
-// writeBenchDoc puts the table, the machine and the command line between
-// the markers of path (appending them if absent).
-func writeBenchDoc(path, table string) error {
-	old, err := os.ReadFile(path)
-	if err != nil && !os.IsNotExist(err) {
-		return err
-	}
-	var sec strings.Builder
-	fmt.Fprintf(&sec, "%s\n\nMeasured %s with `tierlog %s`.\n\n", benchBegin, time.Now().UTC().Format("2006-01-02"), strings.Join(os.Args[1:], " "))
-	fmt.Fprintf(&sec, "Machine: %s.\n\n```\n%s```\n\n%s", machine(), table, benchEnd)
-	doc := string(old)
-	i, j := strings.Index(doc, benchBegin), strings.Index(doc, benchEnd)
-	switch {
-	case i >= 0 && j > i:
-		doc = doc[:i] + sec.String() + doc[j+len(benchEnd):]
-	case doc == "":
-		doc = "# Benchmarks\n\n" + sec.String() + "\n"
-	default:
-		doc = strings.TrimRight(doc, "\n") + "\n\n" + sec.String() + "\n"
-	}
-	return os.WriteFile(path, []byte(doc), 0o644)
-}
-
-// machine describes the machine in one line: CPU model, cores, memory,
-// kernel and Go version.
-func machine() string {
-	cpu := "unknown CPU"
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if strings.HasPrefix(line, "model name") {
-				if i := strings.IndexByte(line, ':'); i > 0 {
-					cpu = strings.TrimSpace(line[i+1:])
-				}
-				break
-			}
-		}
-	}
-	mem := ""
-	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
-		var kb int64
-		if _, err := fmt.Sscanf(string(b), "MemTotal: %d kB", &kb); err == nil {
-			mem = fmt.Sprintf(", %.0f GiB", float64(kb)/(1<<20))
-		}
-	}
-	kernel := ""
-	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		kernel = ", Linux " + strings.TrimSpace(string(b))
-	}
-	return fmt.Sprintf("%s, %d cores%s%s, %s %s/%s", cpu, runtime.NumCPU(), mem, kernel, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	f := c.Flags()
+	o.Profile, _ = segment.ParseLatencyProfile("efs-regional")
+	f.Var(latencyFlag{&o.Profile}, "profile", "hot-tier latency profile: "+strings.Join(segment.LatencyProfileNames(), ", "))
+	f.DurationVar(&o.Overhead, "overhead", 10*time.Millisecond, "waited by the client before each request: API Gateway plus a warm Lambda")
+	f.DurationVar(&o.Delay, "delay", 5*time.Millisecond, "DynamoDB latency the proxy adds to every request")
+	f.StringVar(&cells, "cells", "1x1,2x1,8x1,16x1,8x8", "cells, WRITERSxPARTITIONS, comma-separated")
+	f.DurationVar(&o.Duration, "duration", 4*time.Second, "how long each cell's clients send")
+	f.IntVar(&o.Records, "records", 10, "records per produce request")
+	f.IntVar(&o.RecordBytes, "record-bytes", 100, "bytes per record value")
+	f.IntVar(&o.MemoryMB, "memory-mb", 1024, "memory of the produce and compactor functions, for the cost columns")
+	f.IntVar(&o.TierSegments, "tier-segments", 2, "segments the tiering step seals and finalizes (0: no tiering step)")
+	f.Int64Var(&o.TierSegmentBytes, "tier-segment-bytes", 16<<20, "segment_bytes of the tiering step's topic")
+	f.IntVar(&o.TierRecords, "tier-records", 1024, "records per produce request of the tiering step")
+	f.IntVar(&o.TierRecordBytes, "tier-record-bytes", 1024, "bytes per record value of the tiering step")
+	f.IntVar(&o.ReaderSamples, "reader-samples", 50, "commits the long-poll consumer waits for (0: no reader step)")
+	f.IntVar(&o.StraceProduces, "strace", 0, "produces of one server counted by strace and by its counters (0: no strace step)")
+	f.Float64SliceVar(&o.Rates, "cost-rates", []float64{1, 10}, "MB/s (10^6 B/s) of the cost-at-a-rate table")
+	f.IntSliceVar(&o.Batches, "cost-batches", []int{1, 10, 100}, "records per produce request of the cost-at-a-rate table")
+	f.IntVar(&o.RecBytes, "cost-record-bytes", 1024, "record size of the cost-at-a-rate table")
+	f.BoolVar(&o.Markdown, "markdown", false, "print Markdown")
+	f.StringVar(&o.Dynalite, "dynalite", "", "the dynalite install (default tools/dynalite of the repository holding the working directory)")
+	return c
 }

@@ -32,6 +32,9 @@ var layers = [][]string{
 	{"pkg/partition", "pkg/tier", "pkg/auth"},
 	// Topics, routing, produce, fetch, groups; finalize, retention, cleanup.
 	{"pkg/broker", "pkg/compactor", "pkg/subscribe"},
+	// The JSON of records: the produce body's scanner, the fetch and
+	// produce answers' encoders (over the broker's record types).
+	{"internal/jsonrec"},
 	// The HTTP API over the broker.
 	{"pkg/api"},
 	// The web console: its pages, and its history of the broker's counters.
@@ -48,6 +51,9 @@ var layers = [][]string{
 	{"pkg/lambdafn"},
 	// The produce function's notice to the compactor function.
 	{"pkg/lambdafn/compactnotify"},
+	// The load harness behind tierlog bench: servers, dynalite, the
+	// cold tier's compactor, the client.
+	{"internal/bench"},
 	// Mains, examples and tests of the whole.
 	{"cmd/tierlog", "functions/produce", "functions/fetch", "functions/compactor", "functions/deliver", "functions/e2e",
 		"tools/zipbin", "examples", "internal/layers", "internal/systest"},
@@ -68,7 +74,8 @@ var awsAllowed = map[string]string{
 	"pkg/lambdafn":               "the functions' SDK middleware: X-Ray subsegments around the SDK's calls",
 	"pkg/lambdafn/compactnotify": "the produce function invokes the compactor function through the Lambda API",
 	"pkg/subscribe/lambdatarget": "subscriptions invoke their Lambda targets through the Lambda API",
-	"cmd/tierlog":                "the CLI: credentials for --sigv4, DynamoDB for bench contention and bench cloud",
+	"cmd/tierlog":                "the CLI: credentials for --sigv4",
+	"internal/bench":             "bench contention and bench cloud: DynamoDB (dynalite) tables for their servers, S3 for the tiering step",
 }
 
 type pkg struct {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/tierlog/tierlog/internal/jsonrec"
 	"github.com/tierlog/tierlog/pkg/wire"
 )
 
@@ -43,12 +44,12 @@ func FuzzReadBinaryProduce(f *testing.F) {
 			t.Fatalf("%d records accepted", len(recs))
 		}
 		for _, rec := range recs {
-			if recordSize(&rec) > 1<<20 || (!allowPartition && rec.Partition != -1) || rec.Partition < -1 ||
-				len(rec.Headers) > maxHeaders || rec.Timestamp < 0 || (!rec.HasTimestamp && rec.Timestamp != 0) {
+			if jsonrec.RecordSize(&rec) > 1<<20 || (!allowPartition && rec.Partition != -1) || rec.Partition < -1 ||
+				len(rec.Headers) > jsonrec.MaxHeaders || rec.Timestamp < 0 || (!rec.HasTimestamp && rec.Timestamp != 0) {
 				t.Fatalf("bad record accepted: %+v", rec)
 			}
 			for _, h := range rec.Headers {
-				if len(h.Key) == 0 || len(h.Key) > maxHeaderKeySize || !utf8.ValidString(h.Key) {
+				if len(h.Key) == 0 || len(h.Key) > jsonrec.MaxHeaderKeySize || !utf8.ValidString(h.Key) {
 					t.Fatalf("bad header accepted: %+v", h)
 				}
 			}

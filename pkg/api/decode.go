@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/tierlog/tierlog/internal/jsonrec"
 	"github.com/tierlog/tierlog/pkg/broker"
 )
 
@@ -449,34 +449,16 @@ func hex4(b []byte) rune {
 
 // rawBytes decodes a key or value in enc. The result is never nil: nil
 // (no key, tombstone) is decided by the caller from JSON null.
-func rawBytes(raw json.RawMessage, enc encoding, what string) ([]byte, error) {
+func rawBytes(raw json.RawMessage, enc jsonrec.Encoding, what string) ([]byte, error) {
 	s, err := rawString(raw, what)
-	if err != nil || enc == encUTF8 {
+	if err != nil || enc == jsonrec.UTF8 {
 		return s, err
 	}
-	b, err := decodeBase64(s)
+	b, err := jsonrec.DecodeBase64(s)
 	if err != nil {
 		return nil, badRequest("%s is not valid standard base64 (RFC 4648, padded, no line breaks): %v", what, err)
 	}
 	return b, nil
-}
-
-// strictBase64 is RFC 4648 standard base64 with padding and zero padding
-// bits. Line breaks are refused by decodeBase64: the decoder skips them
-// even in strict mode.
-var strictBase64 = base64.StdEncoding.Strict()
-
-// decodeBase64 decodes s as strict base64: "aG\nk=" is not "hi".
-func decodeBase64(s []byte) ([]byte, error) {
-	if i := bytes.IndexAny(s, "\r\n"); i >= 0 {
-		return nil, base64.CorruptInputError(i)
-	}
-	b := make([]byte, strictBase64.DecodedLen(len(s)))
-	n, err := strictBase64.Decode(b, s)
-	if err != nil {
-		return nil, err
-	}
-	return b[:n], nil
 }
 
 // rawRecord is one record of a produce body before its encoding is known
@@ -488,15 +470,6 @@ type rawRecord struct {
 	Headers   json.RawMessage
 	Timestamp json.RawMessage
 }
-
-// Limits of record headers (docs/api.md "Produce",
-// the headers field): 65 or more headers on a record is 400, as is a key of 0 or
-// more than 256 bytes. Header keys and values count in the record's
-// MaxRecordBytes.
-const (
-	maxHeaders       = 64
-	maxHeaderKeySize = 256
-)
 
 // The fields of a produce body, of a record and of a header, for strict
 // decoding (docs/api.md "Request bodies").
@@ -536,7 +509,7 @@ func readProduce(w http.ResponseWriter, r *http.Request, allowPartition bool) ([
 // that fits an int64, else 400. Which route may carry it is the
 // handler's decision.
 //
-// The whole body is read first and scanned by scanProduce, which takes
+// The whole body is read first and scanned by jsonrec.ScanProduce, which takes
 // the plain shape only; anything else (every error included) is
 // answered by decodeProduce, the encoding/json decoder, reading the same
 // bytes and then the same read error as the body gave: its answers are
@@ -547,7 +520,7 @@ func readProduce(w http.ResponseWriter, r *http.Request, allowPartition bool) ([
 func readProduceJSON(w http.ResponseWriter, r *http.Request, allowPartition bool) (_ []broker.ProduceRecord, expected *int64, release func(), _ error) {
 	body, release, err := readPooledJSONBody(w, r)
 	if err == nil {
-		if recs, expected, ok := scanProduce(body, allowPartition); ok {
+		if recs, expected, ok := jsonrec.ScanProduce(body, allowPartition); ok {
 			return recs, expected, release, nil
 		}
 	}
@@ -597,7 +570,7 @@ func decodeProduce(src io.Reader, allowPartition bool, expectedRaw *json.RawMess
 		// expected_offset is checked once the body is known to be
 		// well-formed JSON, like encoding.
 		haveExpected, haveEnc bool
-		enc                   = encUTF8
+		enc                   = jsonrec.UTF8
 		encErr                error // an unknown encoding, reported after the syntax
 	)
 	for dec.More() {
@@ -776,7 +749,7 @@ func tokenType(tok json.Token) string {
 // convertRecord applies docs/api.md's record rules: key absent or null = no key
 // (nil); value null = tombstone (nil); value absent = 400, so a forgotten
 // field is not silently a tombstone; "" is an empty, non-nil slice.
-func convertRecord(i int, rr rawRecord, enc encoding, allowPartition bool) (broker.ProduceRecord, error) {
+func convertRecord(i int, rr rawRecord, enc jsonrec.Encoding, allowPartition bool) (broker.ProduceRecord, error) {
 	rec := broker.ProduceRecord{Partition: -1}
 	if !isNull(rr.Partition) {
 		if !allowPartition {
@@ -816,25 +789,15 @@ func convertRecord(i int, rr rawRecord, enc encoding, allowPartition bool) (brok
 		}
 		rec.Timestamp, rec.HasTimestamp = ts, true
 	}
-	if n := recordSize(&rec); n > broker.MaxRecordBytes {
+	if n := jsonrec.RecordSize(&rec); n > broker.MaxRecordBytes {
 		return rec, tooLarge("records[%d]: key, value and headers are %d bytes, more than the %d a record may have", i, n, broker.MaxRecordBytes)
 	}
 	return rec, nil
 }
 
-// recordSize is what a record counts against MaxRecordBytes: its key,
-// value, and header keys and values.
-func recordSize(r *broker.ProduceRecord) int {
-	n := len(r.Key) + len(r.Value)
-	for i := range r.Headers {
-		n += len(r.Headers[i].Key) + len(r.Headers[i].Value)
-	}
-	return n
-}
-
 // recordBytes decodes a non-null key, value or header value in enc.
-func recordBytes(raw json.RawMessage, enc encoding, what string) ([]byte, error) {
-	if enc == encJSON {
+func recordBytes(raw json.RawMessage, enc jsonrec.Encoding, what string) ([]byte, error) {
+	if enc == jsonrec.JSON {
 		return jsonText(raw, what)
 	}
 	return rawBytes(raw, enc, what)
@@ -856,10 +819,10 @@ func jsonText(raw json.RawMessage, what string) ([]byte, error) {
 }
 
 // decodeHeaders decodes records[i].headers: null, absent or [] (no
-// headers: nil), or an array of up to maxHeaders objects of
-// headerFields. A key is a string of 1 to maxHeaderKeySize bytes in every
+// headers: nil), or an array of up to jsonrec.MaxHeaders objects of
+// headerFields. A key is a string of 1 to jsonrec.MaxHeaderKeySize bytes in every
 // encoding; a value follows enc, and null or absent is a null value.
-func decodeHeaders(raw json.RawMessage, enc encoding, i int) ([]broker.Header, error) {
+func decodeHeaders(raw json.RawMessage, enc jsonrec.Encoding, i int) ([]broker.Header, error) {
 	if isNull(raw) {
 		return nil, nil
 	}
@@ -873,8 +836,8 @@ func decodeHeaders(raw json.RawMessage, enc encoding, i int) ([]broker.Header, e
 	}
 	var hs []broker.Header
 	for j := 0; dec.More(); j++ {
-		if j == maxHeaders {
-			return nil, badRequest("%s has more than %d headers, at most %d a record may have", what, maxHeaders, maxHeaders)
+		if j == jsonrec.MaxHeaders {
+			return nil, badRequest("%s has more than %d headers, at most %d a record may have", what, jsonrec.MaxHeaders, jsonrec.MaxHeaders)
 		}
 		at := fmt.Sprintf("%s[%d]", what, j)
 		tok, err := dec.Token()
@@ -912,14 +875,14 @@ func decodeHeaders(raw json.RawMessage, enc encoding, i int) ([]broker.Header, e
 			return nil, jsonError(err, at)
 		}
 		if isNull(key) {
-			return nil, badRequest("%s.key is required: a string of 1 to %d bytes", at, maxHeaderKeySize)
+			return nil, badRequest("%s.key is required: a string of 1 to %d bytes", at, jsonrec.MaxHeaderKeySize)
 		}
 		k, err := rawString(key, at+".key")
 		if err != nil {
 			return nil, err
 		}
-		if len(k) == 0 || len(k) > maxHeaderKeySize {
-			return nil, badRequest("%s.key is %d bytes: want 1 to %d", at, len(k), maxHeaderKeySize)
+		if len(k) == 0 || len(k) > jsonrec.MaxHeaderKeySize {
+			return nil, badRequest("%s.key is %d bytes: want 1 to %d", at, len(k), jsonrec.MaxHeaderKeySize)
 		}
 		h := broker.Header{Key: string(k)}
 		if !isNull(val) {

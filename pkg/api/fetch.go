@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/tierlog/tierlog/internal/jsonrec"
 	"github.com/tierlog/tierlog/pkg/broker"
 	"github.com/tierlog/tierlog/pkg/wire"
 )
@@ -60,11 +61,11 @@ func (s *server) fetch(w http.ResponseWriter, r *http.Request) error {
 // The names of fetch answer encodings for FetchAnswer: one per encoding
 // of JSON and per binary layout version.
 var (
-	fetchFormatJSON   = [...]string{encUTF8: "json-utf8", encBase64: "json-base64", encJSON: "json-json"}
+	fetchFormatJSON   = [...]string{jsonrec.UTF8: "json-utf8", jsonrec.Base64: "json-base64", jsonrec.JSON: "json-json"}
 	fetchFormatBinary = [...]string{wire.Version: "binary-v1", wire.Version2: "binary-v2"}
 )
 
-func fetchParams(r *http.Request) (broker.FetchRequest, encoding, error) {
+func fetchParams(r *http.Request) (broker.FetchRequest, jsonrec.Encoding, error) {
 	var req broker.FetchRequest
 	req.Topic = r.PathValue("topic")
 	if err := checkTopic(req.Topic); err != nil {
@@ -100,7 +101,7 @@ func fetchParams(r *http.Request) (broker.FetchRequest, encoding, error) {
 	}
 	req.MaxRecords, req.MaxBytes = int(maxRecords), int(maxBytes)
 	req.Wait = time.Duration(waitMs) * time.Millisecond
-	enc := encUTF8
+	enc := jsonrec.UTF8
 	if s, ok, err := q.get("encoding"); err != nil {
 		return req, 0, err
 	} else if ok {

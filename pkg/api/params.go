@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 
+	"github.com/tierlog/tierlog/internal/jsonrec"
 	"github.com/tierlog/tierlog/pkg/broker"
 )
 
@@ -132,23 +133,15 @@ func (q query) boundedParam(name string, def, min, cap int64) (int64, error) {
 	return n, nil
 }
 
-// encoding is how keys and values travel in JSON.
-type encoding int
-
-const (
-	encUTF8 encoding = iota
-	encBase64
-	encJSON // keys, values and header values are JSON values (docs/api.md "Encodings of keys and values")
-)
-
-func parseEncoding(s string) (encoding, error) {
+// parseEncoding reads the encoding query parameter.
+func parseEncoding(s string) (jsonrec.Encoding, error) {
 	switch s {
 	case "utf8":
-		return encUTF8, nil
+		return jsonrec.UTF8, nil
 	case "base64":
-		return encBase64, nil
+		return jsonrec.Base64, nil
 	case "json":
-		return encJSON, nil
+		return jsonrec.JSON, nil
 	}
 	return 0, badRequest("unknown encoding %s: want \"utf8\", \"base64\" or \"json\"", quote(s))
 }

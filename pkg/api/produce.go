@@ -212,7 +212,7 @@ func (s *server) writeProduce(w http.ResponseWriter, r *http.Request, recs []bro
 		s.writeProduceBinary(w, r, res)
 		return
 	}
-	if s.writeProduceJSON(w, res) { // no record failed (jsonfast.go)
+	if s.writeProduceJSON(w, res) { // no record failed (jsonbody.go)
 		return
 	}
 	out := produceResponse{Offsets: make([]produceOffset, len(res))}

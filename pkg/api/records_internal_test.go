@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tierlog/tierlog/internal/jsonrec"
 	"github.com/tierlog/tierlog/pkg/broker"
 )
 
@@ -39,7 +40,7 @@ func TestProduceRecordFields(t *testing.T) {
 			[]broker.ProduceRecord{{Value: []byte(`{"a":[1,2],"b":"x y"}`), Partition: -1}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			recs, _, ok := scanProduce([]byte(tc.body), true)
+			recs, _, ok := jsonrec.ScanProduce([]byte(tc.body), true)
 			if !ok {
 				t.Fatalf("the fast scanner refused %s", tc.body)
 			}
@@ -89,7 +90,7 @@ func TestProduceStrictErrors(t *testing.T) {
 	}
 	// 64 headers are allowed.
 	body := `{"records":[{"value":"x","headers":[` + many(64) + `]}]}`
-	if recs, _, ok := scanProduce([]byte(body), true); !ok || len(recs[0].Headers) != 64 {
+	if recs, _, ok := jsonrec.ScanProduce([]byte(body), true); !ok || len(recs[0].Headers) != 64 {
 		t.Errorf("64 headers refused")
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tierlog/tierlog/internal/jsonrec"
 	"github.com/tierlog/tierlog/pkg/broker"
 )
 
@@ -204,8 +205,8 @@ func lastEventID(r *http.Request) (next int64, ok bool, err error) {
 // character, so it is one SSE data line). It is the one place a stream
 // renders a record, through the fetch answer's own per-record encoder, so
 // a stream and a fetch cannot differ.
-func sseRecordJSON(dst []byte, rec *broker.Record, enc encoding) []byte {
-	return appendRecordJSON(dst, rec, enc)
+func sseRecordJSON(dst []byte, rec *broker.Record, enc jsonrec.Encoding) []byte {
+	return jsonrec.AppendRecord(dst, rec, enc)
 }
 
 // fetchStream serves a streaming fetch. req is the validated fetch
@@ -214,7 +215,7 @@ func sseRecordJSON(dst []byte, rec *broker.Record, enc encoding) []byte {
 // Last-Event-ID (400), a body too long to drain (413), the first read's
 // errors (416 out of range, 404, 503...). After the 200, an error ends
 // the stream with one "error" event.
-func (s *server) fetchStream(w http.ResponseWriter, r *http.Request, req broker.FetchRequest, enc encoding) {
+func (s *server) fetchStream(w http.ResponseWriter, r *http.Request, req broker.FetchRequest, enc jsonrec.Encoding) {
 	if next, ok, err := lastEventID(r); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -443,7 +444,7 @@ func (st *sseWriter) flush() error {
 }
 
 // records sends one event per record and flushes once.
-func (st *sseWriter) records(recs []broker.Record, enc encoding) error {
+func (st *sseWriter) records(recs []broker.Record, enc jsonrec.Encoding) error {
 	for i := range recs {
 		rec := &recs[i]
 		st.scratch = sseRecordJSON(st.scratch[:0], rec, enc)

@@ -1,42 +1,33 @@
-package api
+package jsonrec
 
 import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"net/http"
 	"strconv"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/tierlog/tierlog/internal/jsonx"
 	"github.com/tierlog/tierlog/pkg/broker"
 )
 
-// This file holds the hand-written JSON of the two hot routes: the fetch
-// answer's encoder and the produce body's scanner. Both are fixed shapes,
-// so neither needs reflection. The encoder writes exactly what
-// encoding/json (json.Encoder, SetEscapeHTML(false)) writes for the
-// fetchResponse of fetch.go; the scanner accepts only the plain shape
-// and gives up on anything else, so that the encoding/json decoder of
-// decode.go answers it (with its errors, byte for byte). The fuzz tests
-// (jsonfast_fuzz_test.go) hold both to their references.
+// The encoders. Each writes what encoding/json writes for the API's
+// answer type (the references of ref_test.go), appending to dst.
 
-// appendRecordJSON appends one fetched record as the fetch answer holds
-// it (as encoding/json writes the reference records of
-// jsonfast_ref_test.go): {"offset":..,"timestamp":..,"key":..,"value":..}
+// AppendRecord appends one fetched record as the fetch answer holds
+// it (as encoding/json writes the reference records of ref_test.go): {"offset":..,"timestamp":..,"key":..,"value":..}
 // and "headers":[{"key":..,"value":..}] when the record has any. In utf8
 // mode a key or value (or header value) that is not valid UTF-8 is base64
 // with "key_encoding"/"value_encoding":"base64"; in json mode one that is
 // not a JSON value is; nil is null.
-func appendRecordJSON(dst []byte, r *broker.Record, enc encoding) []byte {
+func AppendRecord(dst []byte, r *broker.Record, enc Encoding) []byte {
 	var offset, ts decimal
-	return appendRecordJSONFrom(dst, r, enc, &offset, &ts)
+	return appendRecordFrom(dst, r, enc, &offset, &ts)
 }
 
-// appendRecordJSONFrom is appendRecordJSON writing the offset and the
+// appendRecordFrom is AppendRecord writing the offset and the
 // timestamp from the ones of the record before it (decimal).
-func appendRecordJSONFrom(dst []byte, r *broker.Record, enc encoding, offset, ts *decimal) []byte {
+func appendRecordFrom(dst []byte, r *broker.Record, enc Encoding, offset, ts *decimal) []byte {
 	dst = append(dst, `{"offset":`...)
 	dst = offset.append(dst, r.Offset)
 	dst = append(dst, `,"timestamp":`...)
@@ -53,12 +44,12 @@ func appendRecordJSONFrom(dst []byte, r *broker.Record, enc encoding, offset, ts
 
 // appendFieldJSON appends a key or value (or header value) in mode enc,
 // and flag after it when it went base64 where the mode is not base64.
-func appendFieldJSON(dst, b []byte, enc encoding, flag string) []byte {
+func appendFieldJSON(dst, b []byte, enc Encoding, flag string) []byte {
 	var b64 bool
 	switch enc {
-	case encBase64:
+	case Base64:
 		return appendBase64JSON(dst, b)
-	case encJSON:
+	case JSON:
 		dst, b64 = appendValueJSON(dst, b)
 	default:
 		dst, b64 = appendTextJSON(dst, b)
@@ -72,7 +63,7 @@ func appendFieldJSON(dst, b []byte, enc encoding, flag string) []byte {
 // appendHeadersJSON appends ,"headers":[..] for hs. A header key is a
 // string in every mode (base64 with "key_encoding" should one not be
 // UTF-8: the API stores only UTF-8 keys).
-func appendHeadersJSON(dst []byte, hs []broker.Header, enc encoding) []byte {
+func appendHeadersJSON(dst []byte, hs []broker.Header, enc Encoding) []byte {
 	dst = append(dst, `,"headers":[`...)
 	for i := range hs {
 		if i > 0 {
@@ -140,16 +131,16 @@ func appendCompact(dst, b []byte) []byte {
 	return dst
 }
 
-// appendFetchJSON appends the whole fetch answer, with the newline
+// AppendFetch appends the whole fetch answer, with the newline
 // json.Encoder ends it with.
-func appendFetchJSON(dst []byte, res *broker.FetchResult, enc encoding) []byte {
+func AppendFetch(dst []byte, res *broker.FetchResult, enc Encoding) []byte {
 	dst = append(dst, `{"records":[`...)
 	var offset, ts decimal
 	for i := range res.Records {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendRecordJSONFrom(dst, &res.Records[i], enc, &offset, &ts)
+		dst = appendRecordFrom(dst, &res.Records[i], enc, &offset, &ts)
 	}
 	dst = append(dst, `],"next_offset":`...)
 	dst = strconv.AppendInt(dst, res.NextOffset, 10)
@@ -193,10 +184,10 @@ func (d *decimal) append(dst []byte, v int64) []byte {
 	return dst
 }
 
-// fetchJSONSize is an upper bound of appendFetchJSON's length for most
+// FetchSize is an upper bound of AppendFetch's length for most
 // answers (escapes may need more; append grows then), so that the buffer
 // is allocated once.
-func fetchJSONSize(res *broker.FetchResult, enc encoding) int {
+func FetchSize(res *broker.FetchResult, enc Encoding) int {
 	n := 128
 	for i := range res.Records {
 		r := &res.Records[i]
@@ -205,7 +196,7 @@ func fetchJSONSize(res *broker.FetchResult, enc encoding) int {
 			k += 40 + len(r.Headers[j].Key)
 			v += len(r.Headers[j].Value)
 		}
-		if enc != encUTF8 {
+		if enc != UTF8 {
 			k, v = base64.StdEncoding.EncodedLen(k), base64.StdEncoding.EncodedLen(v)
 		}
 		n += 100 + k + v
@@ -244,27 +235,11 @@ func appendTextJSON(dst, b []byte) (_ []byte, b64 bool) {
 	return append(jsonx.AppendEscaped(dst, b[i:]), '"'), false
 }
 
-// jsonOutPool holds output buffers of JSON fetch answers.
-var jsonOutPool = sync.Pool{New: func() any { return new([]byte) }}
-
-// encodeFetchJSON returns FetchAnswer's encoder of JSON fetch answers:
-// what writeJSON would send for fetchResponse, without reflection. It
-// grows dst once, to the answer's size (which for a kept answer is what it
-// keeps).
-func encodeFetchJSON(enc encoding) func(dst []byte, res *broker.FetchResult) ([]byte, error) {
-	return func(dst []byte, res *broker.FetchResult) ([]byte, error) {
-		if n := fetchJSONSize(res, enc); cap(dst)-len(dst) < n {
-			dst = append(make([]byte, 0, len(dst)+n), dst...)
-		}
-		return appendFetchJSON(dst, res, enc), nil
-	}
-}
-
-// appendProduceJSON appends the produce answer for res as writeProduce's
-// produceResponse encodes, when no record failed; ok is false (and dst
-// unchanged) when one did: writeProduce's encoding/json path answers
-// those, with their error bodies.
-func appendProduceJSON(dst []byte, res []broker.ProduceResult) (_ []byte, ok bool) {
+// AppendProduce appends the produce answer for res, with the newline
+// json.Encoder ends it with, when no record failed; ok is false (and dst
+// unchanged) when one did: the API's encoding/json path answers those,
+// with their error bodies.
+func AppendProduce(dst []byte, res []broker.ProduceResult) (_ []byte, ok bool) {
 	for i := range res {
 		if res[i].Err != nil {
 			return dst, false
@@ -285,23 +260,4 @@ func appendProduceJSON(dst []byte, res []broker.ProduceResult) (_ []byte, ok boo
 		dst = append(dst, '}')
 	}
 	return append(dst, "],\"failed_record_count\":0}\n"...), true
-}
-
-// writeProduceJSON sends the 200 JSON produce answer for res if no
-// record failed, and reports whether it did.
-func (s *server) writeProduceJSON(w http.ResponseWriter, res []broker.ProduceResult) bool {
-	bp := jsonOutPool.Get().(*[]byte)
-	out, ok := appendProduceJSON((*bp)[:0], res)
-	if ok {
-		h := w.Header()
-		h.Set("Content-Type", contentTypeJSON)
-		h.Set("Content-Length", strconv.Itoa(len(out)))
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(out)
-	}
-	if cap(out) <= maxPooledBuffer {
-		*bp = out[:0]
-		jsonOutPool.Put(bp)
-	}
-	return ok
 }

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -16,7 +16,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -25,95 +24,34 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/spf13/cobra"
 
 	"github.com/tierlog/tierlog/internal/testenv"
 	"github.com/tierlog/tierlog/pkg/meta/dynamo"
 	"github.com/tierlog/tierlog/pkg/segment"
 )
 
-// contentionOpts configures `tierlog bench contention`.
-type contentionOpts struct {
-	writers     []int
-	delays      []time.Duration
-	duration    time.Duration
-	records     int
-	recordBytes int
-	markdown    bool
-	dynalite    string // tools/dynalite (holding node_modules/dynalite)
-	serverBin   string // the tierlog binary the servers run; default os.Executable()
-	logger      *slog.Logger
+// ContentionOpts configures `tierlog bench contention`.
+type ContentionOpts struct {
+	Writers     []int
+	Delays      []time.Duration
+	Duration    time.Duration
+	Records     int
+	RecordBytes int
+	Markdown    bool
+	Dynalite    string // tools/dynalite (holding node_modules/dynalite)
+	ServerBin   string // the tierlog binary the servers run; default os.Executable()
+	Logger      *slog.Logger
 
 	// Set by tierlog bench cloud (zero for bench contention):
-	profile  segment.LatencyProfile // the servers' --hot-fs-latency
-	overhead time.Duration          // the client waits this before each request (API Gateway and Lambda)
+	Profile  segment.LatencyProfile // the servers' --hot-fs-latency
+	Overhead time.Duration          // the client waits this before each request (API Gateway and Lambda)
 	s3       http.Handler           // the cold tier's S3 endpoint; nil: a stub that refuses every request
-}
-
-func newBenchContentionCmd() *cobra.Command {
-	o := contentionOpts{}
-	var delays []string
-	c := &cobra.Command{
-		Use:   "contention",
-		Short: "Many writers, one partition: N aws-backend processes in Lambda mode against dynalite",
-		Long: `Measure many writers on one partition, as Lambda runs them: for each
-number of writers N and each DynamoDB delay, start N 'tierlog serve
---backend aws' processes (lease released after every batch, the aws
-backend's default) sharing one hot dir, with dynalite behind an in-process
-proxy that adds the delay to every DynamoDB request and counts them by
-operation. One client per process, one request in flight each, sends
-batches to partition 0 of a one-partition topic over plain HTTP with no
-retries. Per cell: acknowledged requests/s, the share answered 503, p50 and
-p99 of the 200s, DynamoDB writes (condition failures included) and reads
-per acknowledged request, and hot-tier file-system operations per
-acknowledged request (tierlog_hot_fs_ops_total of every process).
-
-Needs dynalite: run 'make test-deps' first (it installs tools/dynalite).
-The cold tier is an S3 stub that refuses every request (the compactor is
-off, so none should come; any that does is reported).`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			for _, d := range delays {
-				v, err := time.ParseDuration(d)
-				if d == "0" {
-					v, err = 0, nil
-				}
-				if err != nil || v < 0 {
-					return usagef("--delay %q: want durations such as 0,5ms", d)
-				}
-				o.delays = append(o.delays, v)
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
-			defer stop()
-			o.logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-			cells, err := runContention(ctx, o)
-			if err != nil {
-				return err
-			}
-			if o.markdown {
-				fmt.Fprint(cmd.OutOrStdout(), renderContentionMarkdown(cells))
-			} else {
-				fmt.Fprint(cmd.OutOrStdout(), renderContentionText(cells))
-			}
-			return nil
-		},
-	}
-	f := c.Flags()
-	f.IntSliceVar(&o.writers, "writers", []int{1, 2, 4, 8, 16}, "numbers of writer processes, one cell each")
-	f.StringSliceVar(&delays, "delay", []string{"0", "5ms"}, "DynamoDB latency the proxy adds to every request, one table each")
-	f.DurationVar(&o.duration, "duration", 5*time.Second, "how long each cell's clients send")
-	f.IntVar(&o.records, "records", 10, "records per produce request")
-	f.IntVar(&o.recordBytes, "record-bytes", 100, "bytes per record value")
-	f.BoolVar(&o.markdown, "markdown", false, "print Markdown tables")
-	f.StringVar(&o.dynalite, "dynalite", "", "the dynalite install (default tools/dynalite of the repository holding the working directory)")
-	return c
 }
 
 // contentionCell is one measured cell: N writers at one delay.
@@ -398,11 +336,11 @@ func serveLoopback(h http.Handler) (string, func(), error) {
 
 // runContention runs every cell and returns them in order (by delay, then
 // writers).
-func runContention(ctx context.Context, o contentionOpts) ([]*contentionCell, error) {
-	if len(o.writers) == 0 || len(o.delays) == 0 {
+func runContention(ctx context.Context, o ContentionOpts) ([]*contentionCell, error) {
+	if len(o.Writers) == 0 || len(o.Delays) == 0 {
 		return nil, usagef("--writers and --delay need values")
 	}
-	for _, n := range o.writers {
+	for _, n := range o.Writers {
 		if n < 1 || n > 256 {
 			return nil, usagef("--writers %d: want 1 to 256", n)
 		}
@@ -413,10 +351,10 @@ func runContention(ctx context.Context, o contentionOpts) ([]*contentionCell, er
 	}
 	defer cl.close()
 	var cells []*contentionCell
-	for _, d := range o.delays {
-		for _, n := range o.writers {
-			o.logger.Info("contention cell", "writers", n, "dynamodb_delay", d, "duration", o.duration)
-			c, err := runContentionCell(ctx, o, cl.cellEnv(fmt.Sprintf("contention-%d", len(cells))), cellSpec{writers: n, partitions: 1, delay: d})
+	for _, d := range o.Delays {
+		for _, n := range o.Writers {
+			o.Logger.Info("contention cell", "writers", n, "dynamodb_delay", d, "duration", o.Duration)
+			c, err := runContentionCell(ctx, o, cl.cellEnv(fmt.Sprintf("contention-%d", len(cells))), CellSpec{writers: n, partitions: 1, delay: d})
 			if err != nil {
 				return cells, fmt.Errorf("cell writers=%d delay=%v: %w", n, d, err)
 			}
@@ -444,21 +382,21 @@ type cluster struct {
 // startCluster checks o's shared settings (filling in its logger) and
 // starts dynalite, the proxy and the S3 endpoint: o.s3, or a stub that
 // refuses every request.
-func startCluster(ctx context.Context, o *contentionOpts) (_ *cluster, err error) {
-	if o.duration <= 0 || o.records < 1 || o.recordBytes < 1 {
+func startCluster(ctx context.Context, o *ContentionOpts) (_ *cluster, err error) {
+	if o.Duration <= 0 || o.Records < 1 || o.RecordBytes < 1 {
 		return nil, usagef("--duration, --records and --record-bytes must be positive")
 	}
-	if o.overhead < 0 {
+	if o.Overhead < 0 {
 		return nil, usagef("--overhead must not be negative")
 	}
-	if o.logger == nil {
-		o.logger = slog.New(slog.DiscardHandler)
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	dir, err := dynaliteDir(o.dynalite)
+	dir, err := dynaliteDir(o.Dynalite)
 	if err != nil {
 		return nil, err
 	}
-	cl := &cluster{bin: o.serverBin, s3Calls: &atomic.Int64{}}
+	cl := &cluster{bin: o.ServerBin, s3Calls: &atomic.Int64{}}
 	defer func() {
 		if err != nil {
 			cl.close()
@@ -551,12 +489,12 @@ type cellEnv struct {
 // the hot tier's latency profile; the compactor is off. With wrap, the
 // server runs under that command (wrap[0] with wrap[1:] before the
 // server's own command line).
-func (e cellEnv) startServer(name string, o contentionOpts, wrap ...string) (*child, error) {
+func (e cellEnv) startServer(name string, o ContentionOpts, wrap ...string) (*child, error) {
 	args := []string{"serve", "--backend", "aws",
 		"--listen", "127.0.0.1:0", "--hot-dir", e.hot, "--table", e.table, "--bucket", benchBucket,
 		"--compact-interval", "off", "--log-level", "info"}
-	if o.profile.Charges() {
-		args = append(args, "--hot-fs-latency", o.profile.String())
+	if o.Profile.Charges() {
+		args = append(args, "--hot-fs-latency", o.Profile.String())
 	}
 	if len(wrap) > 0 {
 		return startChild(name, e.env, wrap[0], slices.Concat(wrap[1:], []string{e.bin}, args)...)
@@ -567,9 +505,9 @@ func (e cellEnv) startServer(name string, o contentionOpts, wrap ...string) (*ch
 // benchBucket is the S3 bucket the bench servers name.
 const benchBucket = "contention"
 
-// cellSpec is one cell: writers processes, each with one client sending to
+// CellSpec is one cell: writers processes, each with one client sending to
 // partition i mod partitions of a fresh topic, DynamoDB delay delay.
-type cellSpec struct {
+type CellSpec struct {
 	writers, partitions int
 	delay               time.Duration
 }
@@ -588,7 +526,7 @@ func sleepOverhead(ctx context.Context, d time.Duration) {
 	}
 }
 
-func runContentionCell(ctx context.Context, o contentionOpts, e cellEnv, spec cellSpec) (*contentionCell, error) {
+func runContentionCell(ctx context.Context, o ContentionOpts, e cellEnv, spec CellSpec) (*contentionCell, error) {
 	n := spec.writers
 	if err := dynamo.CreateTable(ctx, e.admin, e.table); err != nil {
 		return nil, fmt.Errorf("create table: %w", err)
@@ -641,17 +579,17 @@ func runContentionCell(ctx context.Context, o contentionOpts, e cellEnv, spec ce
 	procs[n].stop()
 	procs, urls = procs[:n], urls[:n]
 
-	payload := contentionBatch(o.records, o.recordBytes)
+	payload := contentionBatch(o.Records, o.RecordBytes)
 	produceURL := func(i int) string {
 		return fmt.Sprintf("%s/v1/topics/%s/partitions/%d/records", urls[i], topic, i%spec.partitions)
 	}
-	c := &contentionCell{Writers: n, Partitions: spec.partitions, Delay: spec.delay, Profile: o.profile.String(), Overhead: o.overhead}
+	c := &contentionCell{Writers: n, Partitions: spec.partitions, Delay: spec.delay, Profile: o.Profile.String(), Overhead: o.Overhead}
 	// Warm up each process alone (topic and partition metadata, the
 	// partition's files), so that the cell measures steady state; this
 	// first produce of a cold process is timed apart.
 	for i := range urls {
 		t0 := time.Now()
-		sleepOverhead(ctx, o.overhead)
+		sleepOverhead(ctx, o.Overhead)
 		code, body, err := httpDo(ctx, hc, http.MethodPost, produceURL(i), payload)
 		if err != nil || code != http.StatusOK {
 			return nil, fmt.Errorf("warm-up produce on server %d: %d %v %s", i, code, err, body)
@@ -671,7 +609,7 @@ func runContentionCell(ctx context.Context, o contentionOpts, e cellEnv, spec ce
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	start := time.Now()
-	deadline := start.Add(o.duration)
+	deadline := start.Add(o.Duration)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Add(1)
@@ -680,7 +618,7 @@ func runContentionCell(ctx context.Context, o contentionOpts, e cellEnv, spec ce
 			u := produceURL(i)
 			for time.Now().Before(deadline) && cctx.Err() == nil {
 				t0 := time.Now()
-				sleepOverhead(cctx, o.overhead)
+				sleepOverhead(cctx, o.Overhead)
 				code, _, err := httpDo(cctx, hc, http.MethodPost, u, payload)
 				if cctx.Err() != nil {
 					return // interrupted: not an answer
@@ -736,7 +674,7 @@ func runContentionCell(ctx context.Context, o contentionOpts, e cellEnv, spec ce
 	c.ServerDDB = d.metaOps
 	for op, v := range c.DDBByOp {
 		if got := c.ServerDDB[strings.ToLower(op)]; got != v {
-			o.logger.Warn("the proxy and the servers count DynamoDB requests differently", "op", op, "proxy", v, "servers", got)
+			o.Logger.Warn("the proxy and the servers count DynamoDB requests differently", "op", op, "proxy", v, "servers", got)
 		}
 	}
 	c.FSByOp = d.fsOps

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tierlog/tierlog/internal/testenv"
 	"github.com/tierlog/tierlog/pkg/segment"
 )
 
@@ -52,13 +53,13 @@ func TestParseStrace(t *testing.T) {
 }
 
 func TestParseCells(t *testing.T) {
-	cells, err := parseCells("1x1, 8x8,16x1")
-	if err != nil || len(cells) != 3 || cells[1] != (cellSpec{writers: 8, partitions: 8}) || cells[2] != (cellSpec{writers: 16, partitions: 1}) {
-		t.Errorf("parseCells: %v %v", cells, err)
+	cells, err := ParseCells("1x1, 8x8,16x1")
+	if err != nil || len(cells) != 3 || cells[1] != (CellSpec{writers: 8, partitions: 8}) || cells[2] != (CellSpec{writers: 16, partitions: 1}) {
+		t.Errorf("ParseCells: %v %v", cells, err)
 	}
 	for _, bad := range []string{"", "8", "2x3", "0x1", "1x0", "x1", "300x1"} {
-		if _, err := parseCells(bad); err == nil {
-			t.Errorf("parseCells(%q) accepted", bad)
+		if _, err := ParseCells(bad); err == nil {
+			t.Errorf("ParseCells(%q) accepted", bad)
 		}
 	}
 }
@@ -71,22 +72,22 @@ func TestParseCells(t *testing.T) {
 // commit; strace (where installed) agrees with the counters but for reads;
 // the tables render with their money columns.
 func TestBenchCloudCounts(t *testing.T) {
-	skipShort(t, "dynalite and tierlog serve processes")
+	testenv.SkipShort(t, "dynalite and tierlog serve processes")
 	if _, err := dynaliteDir(""); err != nil {
 		t.Fatal(err) // CI runs make test-deps: a missing dynalite is a failure
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	p, _ := segment.ParseLatencyProfile("efs-onezone")
-	o := cloudOpts{
-		contentionOpts: contentionOpts{duration: time.Second, records: 3, recordBytes: 20, serverBin: tierlogBinary(t),
-			profile: p, overhead: time.Millisecond},
-		cells: []cellSpec{{writers: 1, partitions: 1}, {writers: 2, partitions: 2}}, delay: time.Millisecond, memoryMB: 1024,
-		tierSegments: 2, tierSegmentBytes: 32 << 10, tierRecords: 8, tierRecordBytes: 1024,
-		readerSamples: 3, rates: []float64{1}, batches: []int{10}, recBytes: 1024,
+	o := CloudOpts{
+		ContentionOpts: ContentionOpts{Duration: time.Second, Records: 3, RecordBytes: 20, ServerBin: testenv.TierlogBinary(t),
+			Profile: p, Overhead: time.Millisecond},
+		Cells: []CellSpec{{writers: 1, partitions: 1}, {writers: 2, partitions: 2}}, Delay: time.Millisecond, MemoryMB: 1024,
+		TierSegments: 2, TierSegmentBytes: 32 << 10, TierRecords: 8, TierRecordBytes: 1024,
+		ReaderSamples: 3, Rates: []float64{1}, Batches: []int{10}, RecBytes: 1024,
 	}
 	if _, err := exec.LookPath("strace"); err == nil {
-		o.straceProduces = 5
+		o.StraceProduces = 5
 	}
 	res, err := runCloud(ctx, o)
 	if err != nil {
@@ -125,7 +126,7 @@ func TestBenchCloudCounts(t *testing.T) {
 	if rd := res.Reader; rd == nil || rd.Samples != 3 || rd.AfterSend.P50 <= 0 {
 		t.Errorf("reader step: %+v", rd)
 	}
-	if s := res.Strace; o.straceProduces > 0 {
+	if s := res.Strace; o.StraceProduces > 0 {
 		if s == nil {
 			t.Fatal("no strace step")
 		}

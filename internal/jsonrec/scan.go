@@ -1,69 +1,18 @@
-package api
+package jsonrec
 
 import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
-	"io"
 	"math"
 	"math/bits"
-	"net/http"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/tierlog/tierlog/internal/jsonx"
 	"github.com/tierlog/tierlog/pkg/broker"
 )
 
-// jsonBodies recycles JSON produce bodies, as bodyPool does binary ones:
-// scanProduce's records alias the body, and the broker copies them.
-var jsonBodies sync.Pool // *[]byte
-
-// readPooledJSONBody is readBodyInto a pooled buffer; release gives it
-// back once nothing uses the body or the records that alias it.
-func readPooledJSONBody(w http.ResponseWriter, r *http.Request) (body []byte, release func(), err error) {
-	p, _ := jsonBodies.Get().(*[]byte)
-	if p == nil {
-		p = new([]byte)
-	}
-	body, err = readBodyInto(w, r, (*p)[:0])
-	return body, func() {
-		if cap(body) <= 2*maxBodyBytes {
-			*p = body[:0]
-			jsonBodies.Put(p)
-		}
-	}, err
-}
-
-// readBodyInto reads the whole request body (limitBody: at most
-// maxBodyBytes) appending to buf (len 0), which it replaces when it is
-// too small for the Content-Length the client sent. On a read error it
-// returns what it read before it.
-func readBodyInto(w http.ResponseWriter, r *http.Request, buf []byte) ([]byte, error) {
-	src := limitBody(w, r)
-	n := 512
-	if cl := r.ContentLength; cl > 0 && cl <= maxBodyBytes {
-		n = int(cl) + 1 // room to read the EOF without growing
-	}
-	if cap(buf) < n {
-		buf = make([]byte, 0, n)
-	}
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		m, err := src.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+m]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return buf, err
-		}
-	}
-}
-
-// scanProduce decodes a produce body of the plain shape,
+// ScanProduce decodes a produce body of the plain shape,
 //
 //	{"encoding":"utf8"|"base64"|"json"|null,"records":[{"key":..,"value":..,"partition":..,
 //	 "headers":[{"key":..,"value":..}],"timestamp":..}],"expected_offset":N|null}
@@ -71,15 +20,15 @@ func readBodyInto(w http.ResponseWriter, r *http.Request, buf []byte) ([]byte, e
 // with the members in any order, each at most once, spelt exactly so
 // (no escapes in names), keys and values strings or null (any JSON value
 // with "encoding":"json", which then comes before "records"), numbers
-// plain non-negative integers, and every rule of decodeProduce holding. It
-// gives the same records decodeProduce does (utf8 keys and values alias
-// body). ok is false for anything else, valid or not, and then
-// decodeProduce must answer: this scanner never makes an error of its
-// own.
-func scanProduce(body []byte, allowPartition bool) (recs []broker.ProduceRecord, expected *int64, ok bool) {
+// plain non-negative integers, and every rule of the API's produce body
+// holding (docs/api.md). It gives the same records the API's encoding/json
+// decoder does (utf8 keys and values alias body). ok is false for anything
+// else, valid or not, and then that decoder must answer: this scanner
+// never makes an error of its own.
+func ScanProduce(body []byte, allowPartition bool) (recs []broker.ProduceRecord, expected *int64, ok bool) {
 	s := scanner{b: body}
 	var (
-		enc                        = encUTF8
+		enc                        = UTF8
 		haveEnc, haveRecs, haveExp bool
 	)
 	if !s.consume('{') {
@@ -105,9 +54,9 @@ func scanProduce(body []byte, allowPartition bool) (recs []broker.ProduceRecord,
 				return nil, nil, false
 			case string(v) == "utf8":
 			case string(v) == "base64":
-				enc = encBase64
+				enc = Base64
 			case string(v) == "json" && !haveRecs:
-				enc = encJSON
+				enc = JSON
 			default:
 				return nil, nil, false
 			}
@@ -116,7 +65,7 @@ func scanProduce(body []byte, allowPartition bool) (recs []broker.ProduceRecord,
 				return nil, nil, false
 			}
 			haveRecs = true
-			if recs, ok = s.records(allowPartition, enc == encJSON); !ok {
+			if recs, ok = s.records(allowPartition, enc == JSON); !ok {
 				return nil, nil, false
 			}
 		case "expected_offset":
@@ -145,11 +94,11 @@ func scanProduce(body []byte, allowPartition bool) (recs []broker.ProduceRecord,
 	if s.skipSpace(); s.i != len(s.b) || len(recs) == 0 {
 		return nil, nil, false
 	}
-	if enc == encBase64 && !decodeBase64Records(recs) {
+	if enc == Base64 && !decodeBase64Records(recs) {
 		return nil, nil, false
 	}
 	for i := range recs {
-		if recordSize(&recs[i]) > broker.MaxRecordBytes {
+		if RecordSize(&recs[i]) > broker.MaxRecordBytes {
 			return nil, nil, false
 		}
 	}
@@ -157,7 +106,7 @@ func scanProduce(body []byte, allowPartition bool) (recs []broker.ProduceRecord,
 }
 
 // decodeBase64Records replaces each non-nil key, value and header value
-// of recs by its strict base64 decoding (decodeBase64), all into one
+// of recs by its strict base64 decoding (DecodeBase64), all into one
 // buffer.
 func decodeBase64Records(recs []broker.ProduceRecord) bool {
 	n := 0
@@ -448,9 +397,9 @@ func (s *scanner) records(allowPartition, asJSON bool) ([]broker.ProduceRecord, 
 	}
 }
 
-// headers reads a record's headers: null or an array of 0 to maxHeaders
+// headers reads a record's headers: null or an array of 0 to MaxHeaders
 // objects {"key":..,"value":..} (nil for none), each key a string of 1
-// to maxHeaderKeySize bytes, each value absent, null or read as field
+// to MaxHeaderKeySize bytes, each value absent, null or read as field
 // reads it.
 func (s *scanner) headers(asJSON bool) ([]broker.Header, bool) {
 	if s.null() {
@@ -464,7 +413,7 @@ func (s *scanner) headers(asJSON bool) ([]broker.Header, bool) {
 	}
 	start := len(s.hs)
 	for {
-		if len(s.hs)-start == maxHeaders || !s.consume('{') {
+		if len(s.hs)-start == MaxHeaders || !s.consume('{') {
 			return nil, false
 		}
 		var (
@@ -483,7 +432,7 @@ func (s *scanner) headers(asJSON bool) ([]broker.Header, bool) {
 				}
 				haveKey = true
 				k, ok := s.value()
-				if !ok || len(k) == 0 || len(k) > maxHeaderKeySize {
+				if !ok || len(k) == 0 || len(k) > MaxHeaderKeySize {
 					return nil, false
 				}
 				h.Key = s.key(k)

@@ -1,4 +1,4 @@
-package api
+package jsonrec
 
 import (
 	"bytes"
@@ -9,9 +9,10 @@ import (
 	"github.com/tierlog/tierlog/pkg/broker"
 )
 
-// The reference implementations the hand-written JSON of jsonfast.go
-// replaced, kept as the tests' oracle: what the fetch route wrote with
-// encoding/json before.
+// The reference implementations the hand-written encoders replaced, kept
+// as the tests' oracle: what the fetch and produce routes write with
+// encoding/json. pkg/api's TestProduceAnswerType holds produceResponse
+// below to the API's own answer type.
 
 // utf8Record is a fetched record in utf8 mode. Key and Value are JSON
 // strings, or null for no key / a tombstone; a key or value that is not
@@ -102,7 +103,7 @@ type fetchResponse struct {
 }
 
 // textOrBase64 renders b for utf8 mode into *slot: nil stays nil (null),
-// valid UTF-8 is the string itself, anything else is base64 with encoding
+// valid UTF-8 is the string itself, anything else is base64 with Encoding
 // "base64".
 func textOrBase64(b []byte, slot *string) (*string, string) {
 	if b == nil {
@@ -118,14 +119,14 @@ func textOrBase64(b []byte, slot *string) (*string, string) {
 
 // fetchJSONRef is the fetch answer as the fetch handler wrote it with
 // encoding/json (writeJSON: json.Encoder, SetEscapeHTML(false)).
-func fetchJSONRef(res *broker.FetchResult, enc encoding) []byte {
+func fetchJSONRef(res *broker.FetchResult, enc Encoding) []byte {
 	out := fetchResponse{
 		NextOffset:     res.NextOffset,
 		HighWatermark:  res.HighWatermark,
 		LogStartOffset: res.LogStartOffset,
 	}
 	switch enc {
-	case encBase64:
+	case Base64:
 		recs := make([]base64Record, len(res.Records))
 		for i := range res.Records {
 			rec := &res.Records[i]
@@ -136,7 +137,7 @@ func fetchJSONRef(res *broker.FetchResult, enc encoding) []byte {
 			}
 		}
 		out.Records = recs
-	case encJSON:
+	case JSON:
 		recs := make([]jsonRecord, len(res.Records))
 		for i := range res.Records {
 			rec := &res.Records[i]
@@ -179,7 +180,21 @@ func fetchJSONRef(res *broker.FetchResult, enc encoding) []byte {
 	return buf.Bytes()
 }
 
-// produceJSONRef is the produce answer as writeProduce wrote it with
+// produceOffset and produceResponse are the produce answer as the API
+// declares it (without the per-record error, which AppendProduce leaves
+// to encoding/json).
+type produceOffset struct {
+	Partition int    `json:"partition"`
+	Offset    *int64 `json:"offset,omitempty"`
+	Timestamp *int64 `json:"timestamp,omitempty"`
+}
+
+type produceResponse struct {
+	Offsets           []produceOffset `json:"offsets"`
+	FailedRecordCount int             `json:"failed_record_count"`
+}
+
+// produceJSONRef is the produce answer as the API writes it with
 // encoding/json, for results without errors.
 func produceJSONRef(res []broker.ProduceResult) []byte {
 	out := produceResponse{Offsets: make([]produceOffset, len(res))}

@@ -1,6 +1,8 @@
-package main
+package bench
 
 import (
+	"github.com/tierlog/tierlog/internal/testenv"
+
 	"context"
 	"strings"
 	"testing"
@@ -13,15 +15,15 @@ import (
 // hot-tier file-system operations were counted; the proxy's count of each
 // DynamoDB operation equals the servers' own; the S3 stub saw nothing.
 func TestBenchContentionCounts(t *testing.T) {
-	skipShort(t, "dynalite and tierlog serve processes")
+	testenv.SkipShort(t, "dynalite and tierlog serve processes")
 	if _, err := dynaliteDir(""); err != nil {
 		t.Fatal(err) // CI runs make test-deps: a missing dynalite is a failure
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cells, err := runContention(ctx, contentionOpts{
-		writers: []int{1, 2}, delays: []time.Duration{0}, duration: time.Second,
-		records: 3, recordBytes: 20, serverBin: tierlogBinary(t),
+	cells, err := runContention(ctx, ContentionOpts{
+		Writers: []int{1, 2}, Delays: []time.Duration{0}, Duration: time.Second,
+		Records: 3, RecordBytes: 20, ServerBin: testenv.TierlogBinary(t),
 	})
 	if err != nil {
 		t.Fatal(err)

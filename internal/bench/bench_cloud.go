@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -7,12 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"math"
 	"net/http"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -20,7 +18,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -29,7 +26,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
-	"github.com/spf13/cobra"
 
 	"github.com/tierlog/tierlog/pkg/compactor"
 	"github.com/tierlog/tierlog/pkg/meta/dynamo"
@@ -38,108 +34,34 @@ import (
 	"github.com/tierlog/tierlog/pkg/segment"
 )
 
-// cloudOpts configures `tierlog bench cloud`.
-type cloudOpts struct {
-	contentionOpts
-	cells    []cellSpec
-	delay    time.Duration // DynamoDB
-	memoryMB int           // of the functions, for the cost columns
+// CloudOpts configures `tierlog bench cloud`.
+type CloudOpts struct {
+	ContentionOpts
+	Cells    []CellSpec
+	Delay    time.Duration // DynamoDB
+	MemoryMB int           // of the functions, for the cost columns
 
-	tierSegments     int   // sealed segments the tiering step writes and finalizes; 0: no tiering step
-	tierSegmentBytes int64 // their topic's segment_bytes
-	tierRecords      int   // records per produce request of the tiering step
-	tierRecordBytes  int
+	TierSegments     int   // sealed segments the tiering step writes and finalizes; 0: no tiering step
+	TierSegmentBytes int64 // their topic's segment_bytes
+	TierRecords      int   // records per produce request of the tiering step
+	TierRecordBytes  int
 
-	readerSamples  int // commits a long-poll consumer waits for; 0: no reader step
-	straceProduces int // produces counted by strace; 0: no strace step
-	straceBin      string
+	ReaderSamples  int // commits a long-poll consumer waits for; 0: no reader step
+	StraceProduces int // produces counted by strace; 0: no strace step
+	StraceBin      string
 
-	rates    []float64 // MB/s (10^6 B/s) of the cost-at-a-rate table
-	batches  []int     // records per request of the cost-at-a-rate table
-	recBytes int       // record size of the cost-at-a-rate table
+	Rates    []float64 // MB/s (10^6 B/s) of the cost-at-a-rate table
+	Batches  []int     // records per request of the cost-at-a-rate table
+	RecBytes int       // record size of the cost-at-a-rate table
 
-	markdown bool
-}
-
-func newBenchCloudCmd() *cobra.Command {
-	o := cloudOpts{}
-	var cells string
-	c := &cobra.Command{
-		Use:   "cloud",
-		Short: "The write path as Lambda on EFS would see it: hot-tier latency, API Gateway overhead, DynamoDB delay, and what it costs",
-		Long: `Measure produce, tiering and reading with the latencies of the cloud
-charged: every hot-tier file-system call of the servers waits the latency of
-its NFS round trip under --profile (tierlog serve --hot-fs-latency), every
-DynamoDB request --delay (the proxy of 'tierlog bench contention'), and the
-client waits --overhead before each request (API Gateway and a warm Lambda).
-
-Cells (--cells, WRITERSxPARTITIONS): that many 'tierlog serve --backend aws'
-processes in Lambda mode on one shared hot dir, one client each, one
-request in flight, writer i on partition i mod PARTITIONS; the machinery of
-'tierlog bench contention'. Per cell: ok requests/s per partition, p50/p99,
-hot-tier operations per produce by kind, durable EFS round trips per
-produce, DynamoDB reads and writes per produce, the first produce of a cold
-process, and what a million produces and a GB cost (docs/cost.md).
-
-Then: a tiering step (one server writes --tier-segments sealed segments,
-then the compactor runs once, in this process, against an in-process S3
-(gofakes3) whose requests are counted): S3 and DynamoDB requests per MiB
-finalized. A reader step: a long-poll consumer on a second process, its
-delivery latency after each commit. With --strace N, an strace step: N
-produces of one server counted by strace (attached for just those) and by
-its tierlog_hot_fs_ops_total.
-
-Needs dynalite: run 'make test-deps' first.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			var err error
-			if o.cells, err = parseCells(cells); err != nil {
-				return usagef("--cells: %v", err)
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
-			defer stop()
-			o.logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-			res, err := runCloud(ctx, o)
-			if err != nil {
-				return err
-			}
-			if o.markdown {
-				fmt.Fprint(cmd.OutOrStdout(), renderCloudMarkdown(res))
-			} else {
-				fmt.Fprint(cmd.OutOrStdout(), renderCloudText(res))
-			}
-			return nil
-		},
-	}
-	f := c.Flags()
-	o.profile, _ = segment.ParseLatencyProfile("efs-regional")
-	f.Var(latencyFlag{&o.profile}, "profile", "hot-tier latency profile: "+strings.Join(segment.LatencyProfileNames(), ", "))
-	f.DurationVar(&o.overhead, "overhead", 10*time.Millisecond, "waited by the client before each request: API Gateway plus a warm Lambda")
-	f.DurationVar(&o.delay, "delay", 5*time.Millisecond, "DynamoDB latency the proxy adds to every request")
-	f.StringVar(&cells, "cells", "1x1,2x1,8x1,16x1,8x8", "cells, WRITERSxPARTITIONS, comma-separated")
-	f.DurationVar(&o.duration, "duration", 4*time.Second, "how long each cell's clients send")
-	f.IntVar(&o.records, "records", 10, "records per produce request")
-	f.IntVar(&o.recordBytes, "record-bytes", 100, "bytes per record value")
-	f.IntVar(&o.memoryMB, "memory-mb", 1024, "memory of the produce and compactor functions, for the cost columns")
-	f.IntVar(&o.tierSegments, "tier-segments", 2, "segments the tiering step seals and finalizes (0: no tiering step)")
-	f.Int64Var(&o.tierSegmentBytes, "tier-segment-bytes", 16<<20, "segment_bytes of the tiering step's topic")
-	f.IntVar(&o.tierRecords, "tier-records", 1024, "records per produce request of the tiering step")
-	f.IntVar(&o.tierRecordBytes, "tier-record-bytes", 1024, "bytes per record value of the tiering step")
-	f.IntVar(&o.readerSamples, "reader-samples", 50, "commits the long-poll consumer waits for (0: no reader step)")
-	f.IntVar(&o.straceProduces, "strace", 0, "produces of one server counted by strace and by its counters (0: no strace step)")
-	f.Float64SliceVar(&o.rates, "cost-rates", []float64{1, 10}, "MB/s (10^6 B/s) of the cost-at-a-rate table")
-	f.IntSliceVar(&o.batches, "cost-batches", []int{1, 10, 100}, "records per produce request of the cost-at-a-rate table")
-	f.IntVar(&o.recBytes, "cost-record-bytes", 1024, "record size of the cost-at-a-rate table")
-	f.BoolVar(&o.markdown, "markdown", false, "print Markdown")
-	f.StringVar(&o.dynalite, "dynalite", "", "the dynalite install (default tools/dynalite of the repository holding the working directory)")
-	return c
+	Markdown bool
 }
 
 var cellRE = regexp.MustCompile(`^(\d+)x(\d+)$`)
 
-// parseCells parses "1x1,8x8": writers x partitions.
-func parseCells(s string) ([]cellSpec, error) {
-	var cells []cellSpec
+// ParseCells parses "1x1,8x8": writers x partitions.
+func ParseCells(s string) ([]CellSpec, error) {
+	var cells []CellSpec
 	for _, part := range strings.Split(s, ",") {
 		m := cellRE.FindStringSubmatch(strings.TrimSpace(part))
 		if m == nil {
@@ -150,14 +72,14 @@ func parseCells(s string) ([]cellSpec, error) {
 		if w < 1 || w > 256 || p < 1 || p > w {
 			return nil, fmt.Errorf("%q: want 1 to 256 writers and 1 to writers partitions", part)
 		}
-		cells = append(cells, cellSpec{writers: w, partitions: p})
+		cells = append(cells, CellSpec{writers: w, partitions: p})
 	}
 	return cells, nil
 }
 
 // cloudResult is one run of `tierlog bench cloud`.
 type cloudResult struct {
-	o      cloudOpts
+	o      CloudOpts
 	Cells  []*contentionCell
 	Tier   *tierResult
 	Reader *readerResult
@@ -207,16 +129,16 @@ func staticCreds() aws.CredentialsProvider {
 	return credentials.NewStaticCredentialsProvider("test", "test", "")
 }
 
-func runCloud(ctx context.Context, o cloudOpts) (*cloudResult, error) {
-	if len(o.cells) == 0 || o.memoryMB < 128 || o.tierSegments < 0 || o.readerSamples < 0 || o.straceProduces < 0 {
+func runCloud(ctx context.Context, o CloudOpts) (*cloudResult, error) {
+	if len(o.Cells) == 0 || o.MemoryMB < 128 || o.TierSegments < 0 || o.ReaderSamples < 0 || o.StraceProduces < 0 {
 		return nil, usagef("--cells needs values, --memory-mb at least 128, and the step counts must not be negative")
 	}
-	if o.tierSegments > 0 && (o.tierSegmentBytes < 4096 || o.tierRecords < 1 || o.tierRecordBytes < 1) {
+	if o.TierSegments > 0 && (o.TierSegmentBytes < 4096 || o.TierRecords < 1 || o.TierRecordBytes < 1) {
 		return nil, usagef("--tier-segment-bytes must be at least 4096, --tier-records and --tier-record-bytes positive")
 	}
 	s3c := &s3Counter{n: map[string]int64{}}
 	o.s3 = s3c.wrap(gofakes3.New(s3mem.New(), gofakes3.WithLogger(gofakes3.DiscardLog())).Server())
-	cl, err := startCluster(ctx, &o.contentionOpts)
+	cl, err := startCluster(ctx, &o.ContentionOpts)
 	if err != nil {
 		return nil, err
 	}
@@ -226,30 +148,30 @@ func runCloud(ctx context.Context, o cloudOpts) (*cloudResult, error) {
 		return nil, fmt.Errorf("create bucket: %w", err)
 	}
 	res := &cloudResult{o: o}
-	for i, spec := range o.cells {
-		spec.delay = o.delay
-		o.logger.Info("cloud cell", "writers", spec.writers, "partitions", spec.partitions, "profile", o.profile.String(),
-			"overhead", o.overhead, "dynamodb_delay", o.delay, "duration", o.duration)
-		c, err := runContentionCell(ctx, o.contentionOpts, cl.cellEnv(fmt.Sprintf("cloud-%d", i)), spec)
+	for i, spec := range o.Cells {
+		spec.delay = o.Delay
+		o.Logger.Info("cloud cell", "writers", spec.writers, "partitions", spec.partitions, "profile", o.Profile.String(),
+			"overhead", o.Overhead, "dynamodb_delay", o.Delay, "duration", o.Duration)
+		c, err := runContentionCell(ctx, o.ContentionOpts, cl.cellEnv(fmt.Sprintf("cloud-%d", i)), spec)
 		if err != nil {
 			return nil, fmt.Errorf("cell %dx%d: %w", spec.writers, spec.partitions, err)
 		}
 		res.Cells = append(res.Cells, c)
 	}
-	if o.tierSegments > 0 {
-		o.logger.Info("cloud tiering step", "segments", o.tierSegments, "segment_bytes", o.tierSegmentBytes)
+	if o.TierSegments > 0 {
+		o.Logger.Info("cloud tiering step", "segments", o.TierSegments, "segment_bytes", o.TierSegmentBytes)
 		if res.Tier, err = runTierStep(ctx, o, cl, s3c); err != nil {
 			return nil, fmt.Errorf("tiering step: %w", err)
 		}
 	}
-	if o.readerSamples > 0 {
-		o.logger.Info("cloud reader step", "commits", o.readerSamples)
+	if o.ReaderSamples > 0 {
+		o.Logger.Info("cloud reader step", "commits", o.ReaderSamples)
 		if res.Reader, err = runReaderStep(ctx, o, cl); err != nil {
 			return nil, fmt.Errorf("reader step: %w", err)
 		}
 	}
-	if o.straceProduces > 0 {
-		o.logger.Info("cloud strace step", "produces", o.straceProduces)
+	if o.StraceProduces > 0 {
+		o.Logger.Info("cloud strace step", "produces", o.StraceProduces)
 		if res.Strace, err = runStraceStep(ctx, o, cl); err != nil {
 			return nil, fmt.Errorf("strace step: %w", err)
 		}
@@ -259,7 +181,7 @@ func runCloud(ctx context.Context, o cloudOpts) (*cloudResult, error) {
 
 // startOne starts one server on e (a fresh table and hot dir) and waits
 // for its address.
-func startOne(ctx context.Context, e cellEnv, o contentionOpts, name string) (*child, string, error) {
+func startOne(ctx context.Context, e cellEnv, o ContentionOpts, name string) (*child, string, error) {
 	if err := dynamo.CreateTable(ctx, e.admin, e.table); err != nil {
 		return nil, "", fmt.Errorf("create table: %w", err)
 	}
@@ -328,23 +250,23 @@ func (t *tierResult) perMiB(n int64) float64 {
 	return float64(n) / t.mib()
 }
 
-func runTierStep(ctx context.Context, o cloudOpts, cl *cluster, s3c *s3Counter) (*tierResult, error) {
+func runTierStep(ctx context.Context, o CloudOpts, cl *cluster, s3c *s3Counter) (*tierResult, error) {
 	e := cl.cellEnv("cloud-tier")
 	defer os.RemoveAll(e.hot)
-	e.proxy.delay.Store(int64(o.delay))
-	p, base, err := startOne(ctx, e, o.contentionOpts, "tiering server")
+	e.proxy.delay.Store(int64(o.Delay))
+	p, base, err := startOne(ctx, e, o.ContentionOpts, "tiering server")
 	if err != nil {
 		return nil, err
 	}
 	defer p.stop()
 	hc := harnessClient()
 	defer hc.CloseIdleConnections()
-	if err := createTopic(ctx, hc, base, fmt.Sprintf(`{"name":"tier","partitions":1,"segment_bytes":%d}`, o.tierSegmentBytes)); err != nil {
+	if err := createTopic(ctx, hc, base, fmt.Sprintf(`{"name":"tier","partitions":1,"segment_bytes":%d}`, o.TierSegmentBytes)); err != nil {
 		return nil, err
 	}
-	payload := contentionBatch(o.tierRecords, o.tierRecordBytes)
-	per := int64(o.tierRecords * o.tierRecordBytes)
-	n := int((int64(o.tierSegments)*o.tierSegmentBytes+per-1)/per) + 1 // one more batch rolls the last one
+	payload := contentionBatch(o.TierRecords, o.TierRecordBytes)
+	per := int64(o.TierRecords * o.TierRecordBytes)
+	n := int((int64(o.TierSegments)*o.TierSegmentBytes+per-1)/per) + 1 // one more batch rolls the last one
 	t := &tierResult{Produces: n, RecordBytes: int64(n) * per}
 	for range n {
 		if _, err := produceOffset(ctx, hc, base+"/v1/topics/tier/partitions/0/records", payload); err != nil {
@@ -364,8 +286,8 @@ func runTierStep(ctx context.Context, o cloudOpts, cl *cluster, s3c *s3Counter) 
 	var rt segment.RoundTripCounters
 	comp, err := compactor.New(compactor.Config{
 		Meta: meta, Objects: objstore.Counting(objects, &oc), HotDir: e.hot,
-		FS:     segment.CountingFS(segment.LatencyFS(segment.OSFS{}, o.profile, &rt, nil), &fc),
-		Logger: o.logger,
+		FS:     segment.CountingFS(segment.LatencyFS(segment.OSFS{}, o.Profile, &rt, nil), &fc),
+		Logger: o.Logger,
 	})
 	if err != nil {
 		return nil, err
@@ -411,8 +333,8 @@ func runTierStep(ctx context.Context, o cloudOpts, cl *cluster, s3c *s3Counter) 
 			t.RoundTrips[r.String()] = v
 		}
 	}
-	if t.Segments != o.tierSegments {
-		o.logger.Warn("the compactor finalized another number of segments than were sealed", "finalized", t.Segments, "sealed", o.tierSegments)
+	if t.Segments != o.TierSegments {
+		o.Logger.Warn("the compactor finalized another number of segments than were sealed", "finalized", t.Segments, "sealed", o.TierSegments)
 	}
 	return t, nil
 }
@@ -426,16 +348,16 @@ type readerResult struct {
 	AfterAck, AfterSend struct{ P50, P99 time.Duration }
 }
 
-func runReaderStep(ctx context.Context, o cloudOpts, cl *cluster) (*readerResult, error) {
+func runReaderStep(ctx context.Context, o CloudOpts, cl *cluster) (*readerResult, error) {
 	e := cl.cellEnv("cloud-reader")
 	defer os.RemoveAll(e.hot)
-	e.proxy.delay.Store(int64(o.delay))
-	w, wbase, err := startOne(ctx, e, o.contentionOpts, "writer")
+	e.proxy.delay.Store(int64(o.Delay))
+	w, wbase, err := startOne(ctx, e, o.ContentionOpts, "writer")
 	if err != nil {
 		return nil, err
 	}
 	defer w.stop()
-	r, err := e.startServer("reader", o.contentionOpts)
+	r, err := e.startServer("reader", o.ContentionOpts)
 	if err != nil {
 		return nil, err
 	}
@@ -450,13 +372,13 @@ func runReaderStep(ctx context.Context, o cloudOpts, cl *cluster) (*readerResult
 	if err := createTopic(ctx, hc, wbase, `{"name":"reader","partitions":1}`); err != nil {
 		return nil, err
 	}
-	payload := contentionBatch(o.records, o.recordBytes)
+	payload := contentionBatch(o.Records, o.RecordBytes)
 	produceURL := wbase + "/v1/topics/reader/partitions/0/records"
 	first, err := produceOffset(ctx, hc, produceURL, payload) // warm-up, and the reader's start
 	if err != nil {
 		return nil, err
 	}
-	next := first + int64(o.records)
+	next := first + int64(o.Records)
 
 	type delivery struct {
 		first int64
@@ -469,7 +391,7 @@ func runReaderStep(ctx context.Context, o cloudOpts, cl *cluster) (*readerResult
 	go func() {
 		offset := next
 		for cctx.Err() == nil {
-			sleepOverhead(cctx, o.overhead)
+			sleepOverhead(cctx, o.Overhead)
 			u := fmt.Sprintf("%s/v1/topics/reader/partitions/0/records?offset=%d&wait_ms=20000", rbase, offset)
 			code, b, err := httpDo(cctx, hc, http.MethodGet, u, nil)
 			at := time.Now()
@@ -503,8 +425,8 @@ func runReaderStep(ctx context.Context, o cloudOpts, cl *cluster) (*readerResult
 	}()
 
 	var afterAck, afterSend []time.Duration
-	for range o.readerSamples {
-		sleepOverhead(ctx, o.overhead)
+	for range o.ReaderSamples {
+		sleepOverhead(ctx, o.Overhead)
 		sent := time.Now()
 		base, err := produceOffset(ctx, hc, produceURL, payload)
 		if err != nil {
@@ -545,10 +467,10 @@ type straceResult struct {
 
 // runStraceStep runs one server without a latency profile (the operations
 // are the same; strace slows every call anyway), produces twice to warm
-// it, attaches strace to it for o.straceProduces produces, and reads its
+// it, attaches strace to it for o.StraceProduces produces, and reads its
 // counters before and after.
-func runStraceStep(ctx context.Context, o cloudOpts, cl *cluster) (*straceResult, error) {
-	bin := o.straceBin
+func runStraceStep(ctx context.Context, o CloudOpts, cl *cluster) (*straceResult, error) {
+	bin := o.StraceBin
 	if bin == "" {
 		var err error
 		if bin, err = exec.LookPath("strace"); err != nil {
@@ -558,8 +480,8 @@ func runStraceStep(ctx context.Context, o cloudOpts, cl *cluster) (*straceResult
 	e := cl.cellEnv("cloud-strace")
 	defer os.RemoveAll(e.hot)
 	e.proxy.delay.Store(0)
-	plain := o.contentionOpts
-	plain.profile = segment.LatencyProfile{}
+	plain := o.ContentionOpts
+	plain.Profile = segment.LatencyProfile{}
 	p, base, err := startOne(ctx, e, plain, "strace server")
 	if err != nil {
 		return nil, err
@@ -570,7 +492,7 @@ func runStraceStep(ctx context.Context, o cloudOpts, cl *cluster) (*straceResult
 	if err := createTopic(ctx, hc, base, `{"name":"strace","partitions":1}`); err != nil {
 		return nil, err
 	}
-	payload := contentionBatch(o.records, o.recordBytes)
+	payload := contentionBatch(o.Records, o.RecordBytes)
 	produceURL := base + "/v1/topics/strace/partitions/0/records"
 	for range 2 {
 		if _, err := produceOffset(ctx, hc, produceURL, payload); err != nil {
@@ -604,7 +526,7 @@ func runStraceStep(ctx context.Context, o cloudOpts, cl *cluster) (*straceResult
 			return nil, fmt.Errorf("strace did not attach in 30 s:\n%s", st.output())
 		}
 	}
-	for range o.straceProduces {
+	for range o.StraceProduces {
 		if _, err := produceOffset(ctx, hc, produceURL, payload); err != nil {
 			return nil, err
 		}
@@ -632,7 +554,7 @@ func runStraceStep(ctx context.Context, o cloudOpts, cl *cluster) (*straceResult
 	if err != nil {
 		return nil, err
 	}
-	return &straceResult{Produces: o.straceProduces, Counter: sc1.minus(sc0).fsOps, Syscalls: sys, Derived: straceOps(sys)}, nil
+	return &straceResult{Produces: o.StraceProduces, Counter: sc1.minus(sc0).fsOps, Syscalls: sys, Derived: straceOps(sys)}, nil
 }
 
 var (
@@ -760,9 +682,9 @@ func straceOps(sys map[string]int64) map[string]int64 {
 // MiB, for the record bytes.
 func (r *cloudResult) cellUsage(c *contentionCell) usage {
 	ok := float64(c.OK)
-	recBytes := ok * float64(r.o.records*r.o.recordBytes)
+	recBytes := ok * float64(r.o.Records*r.o.RecordBytes)
 	u := usage{
-		Requests: ok, BodyBytes: ok * float64(len(contentionBatch(r.o.records, r.o.recordBytes))),
+		Requests: ok, BodyBytes: ok * float64(len(contentionBatch(r.o.Records, r.o.RecordBytes))),
 		LambdaSeconds: ok * max(c.P50-c.Overhead, 0).Seconds(),
 		DDBWriteUnits: float64(c.DDBWrites), DDBReadUnits: float64(c.DDBReads),
 		EFSWriteBytes: float64(c.FSBytes["written"]), EFSReadBytes: float64(c.FSBytes["read"]),
@@ -783,8 +705,8 @@ func (r *cloudResult) money(c *contentionCell) (perMillion, perGB float64) {
 	if c.OK == 0 {
 		return 0, 0
 	}
-	b := listPrices.cost(r.cellUsage(c), float64(r.o.memoryMB))
-	rec := float64(c.OK) * float64(r.o.records*r.o.recordBytes)
+	b := listPrices.cost(r.cellUsage(c), float64(r.o.MemoryMB))
+	rec := float64(c.OK) * float64(r.o.Records*r.o.RecordBytes)
 	return b.Total() / float64(c.OK) * 1e6, b.Total() / rec * gib
 }
 
@@ -793,7 +715,7 @@ func (r *cloudResult) moneyBreakdown(c *contentionCell) string {
 	if c.OK == 0 {
 		return ""
 	}
-	b := listPrices.cost(r.cellUsage(c), float64(r.o.memoryMB))
+	b := listPrices.cost(r.cellUsage(c), float64(r.o.MemoryMB))
 	k := 1e6 / float64(c.OK)
 	return fmt.Sprintf("$ per million produces: Lambda %.3f, API Gateway %.3f, DynamoDB %.3f, EFS %.3f, S3 %.4f",
 		b.Lambda*k, b.APIGateway*k, b.DynamoDB*k, b.EFS*k, b.S3*k)
@@ -826,11 +748,11 @@ func (r *cloudResult) rateTable() []rateRow {
 		return nil
 	}
 	per := r.cellUsage(base).perRequest()
-	cellRec := float64(r.o.records * r.o.recordBytes)
+	cellRec := float64(r.o.Records * r.o.RecordBytes)
 	var rows []rateRow
-	for _, mbps := range r.o.rates {
-		for _, batch := range r.o.batches {
-			batchBytes := float64(batch * r.o.recBytes)
+	for _, mbps := range r.o.Rates {
+		for _, batch := range r.o.Batches {
+			batchBytes := float64(batch * r.o.RecBytes)
 			n := mbps * 1e6 * secondsMonth / batchBytes
 			u := per
 			u.BodyBytes = per.BodyBytes - cellRec + batchBytes
@@ -840,10 +762,10 @@ func (r *cloudResult) rateTable() []rateRow {
 			if t := r.Tier; t != nil && t.BytesFinalized > 0 {
 				u.EFSReadBytes = (per.EFSReadBytes - float64(t.FSReadBytes)/t.mib()*cellRec/(1<<20)) + float64(t.FSReadBytes)/t.mib()*batchBytes/(1<<20)
 			}
-			od, prov := listPrices.kinesisMonth(mbps, r.o.recBytes, 0)
+			od, prov := listPrices.kinesisMonth(mbps, r.o.RecBytes, 0)
 			month := u.scaled(n)
 			efsMBps := math.Ceil((month.EFSWriteBytes + month.EFSReadBytes) / secondsMonth / (1 << 20))
-			rows = append(rows, rateRow{MBps: mbps, Batch: batch, Requests: n, Bill: listPrices.cost(month, float64(r.o.memoryMB)),
+			rows = append(rows, rateRow{MBps: mbps, Batch: batch, Requests: n, Bill: listPrices.cost(month, float64(r.o.MemoryMB)),
 				EFSProvisioned: efsMBps * listPrices.EFSProvMBsMonth, KinesisOD: od, KinesisProv: prov})
 		}
 	}
@@ -912,8 +834,8 @@ func sortedOps(m map[string]int64, per float64) string {
 func (r *cloudResult) setting() string {
 	return fmt.Sprintf("hot tier %s (read %v, durable %v per round trip), API Gateway + Lambda overhead %v per request, DynamoDB %v per request; "+
 		"%d records of %d B per produce (JSON), %v per cell; functions at %d MB",
-		r.o.profile.String(), r.o.profile.Read, r.o.profile.Durable, r.o.overhead, r.o.delay,
-		r.o.records, r.o.recordBytes, r.o.duration, r.o.memoryMB)
+		r.o.Profile.String(), r.o.Profile.Read, r.o.Profile.Durable, r.o.Overhead, r.o.Delay,
+		r.o.Records, r.o.RecordBytes, r.o.Duration, r.o.MemoryMB)
 }
 
 func renderCloudText(r *cloudResult) string {
@@ -959,7 +881,7 @@ func (r *cloudResult) renderSteps(b *strings.Builder, md bool) {
 		fmt.Fprintf(b, "%sTiering: %d produces of %d x %d B wrote %.1f MiB; one compactor pass (%v) finalized %d segments, %.1f MiB: "+
 			"per MiB finalized %.2f S3 PUT-class, %.2f GET-class, %.2f other S3 requests (objstore calls: %s), "+
 			"%.2f DynamoDB requests (%s), %.2f hot-tier ops (%s), %.2f durable and %.2f read EFS round trips\n",
-			item, t.Produces, r.o.tierRecords, r.o.tierRecordBytes, float64(t.RecordBytes)/(1<<20), t.Pass.Round(time.Millisecond),
+			item, t.Produces, r.o.TierRecords, r.o.TierRecordBytes, float64(t.RecordBytes)/(1<<20), t.Pass.Round(time.Millisecond),
 			t.Segments, t.mib(), t.perMiB(t.S3["put"]), t.perMiB(t.S3["get"]), t.perMiB(t.S3["free"]), sortedOps(t.S3Ops, t.mib()),
 			t.perMiB(sum(t.DDB)), sortedOps(t.DDB, t.mib()), t.perMiB(sum(t.FSOps)), sortedOps(t.FSOps, t.mib()),
 			t.perMiB(t.RoundTrips["durable"]), t.perMiB(t.RoundTrips["read"]))
@@ -1004,10 +926,10 @@ func (r *cloudResult) renderSteps(b *strings.Builder, md bool) {
 	}
 	if rows := r.rateTable(); len(rows) > 0 {
 		if md {
-			fmt.Fprintf(b, "Cost a month at a rate of %d B records, from the 1 x 1 cell's counts per request (ingest only: no consumer, no storage):\n\n", r.o.recBytes)
+			fmt.Fprintf(b, "Cost a month at a rate of %d B records, from the 1 x 1 cell's counts per request (ingest only: no consumer, no storage):\n\n", r.o.RecBytes)
 			b.WriteString("| MB/s | records per produce | produces a month | Lambda | API Gateway | DynamoDB | EFS Elastic | S3 | tierlog | EFS Provisioned instead | tierlog, EFS Provisioned | Kinesis on demand | Kinesis provisioned |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		} else {
-			fmt.Fprintf(b, "Cost a month at a rate of %d B records (ingest only), from the 1 x 1 cell:\n", r.o.recBytes)
+			fmt.Fprintf(b, "Cost a month at a rate of %d B records (ingest only), from the 1 x 1 cell:\n", r.o.RecBytes)
 		}
 		for _, x := range rows {
 			cols := []string{strconv.FormatFloat(x.MBps, 'g', -1, 64), strconv.Itoa(x.Batch), fmt.Sprintf("%.1f M", x.Requests/1e6),
