@@ -226,6 +226,17 @@ deploy-local: build $(CDK_NPM_STAMP)
 	cd $(CDK_DIR) && $(LOCAL_AWS_ENV) $(CDKLOCAL) bootstrap aws://000000000000/us-east-1 $(LOCAL_CDK_ARGS) && \
 	$(LOCAL_AWS_ENV) $(CDKLOCAL) deploy --require-approval never $(LOCAL_CDK_ARGS)
 
+## lambda-local: the four functions under the Runtime Interface Emulator against lite, without Docker; prints the endpoints, Ctrl-C stops everything
+# The functions are built for this machine (not LAMBDA_GOARCH); the
+# emulator is installed into bin/ as functions/e2e installs it.
+RIE_MODULE := github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@v0.0.0-20261030222936-bef5c4ba774d
+.PHONY: lambda-local
+lambda-local:
+	@test -x bin/aws-lambda-rie || GOBIN=$(CURDIR)/bin CGO_ENABLED=0 $(GO) install $(RIE_MODULE)
+	CGO_ENABLED=0 $(GO) build -tags lambda.norpc -o bin/fn/ $(foreach f,$(FUNCTIONS),./functions/$(f))
+	$(GO) -C $(LITE_DIR) build -o $(CURDIR)/bin/tierlog-lite .
+	exec env LITE_LISTEN=$(LITE_LISTEN) HOT_DIR=$(LOCAL_HOT_DIR) localstack/lambda-local.sh
+
 ## lite: S3 and DynamoDB on one endpoint without Docker (LITE_DATA_DIR=./.lite keeps objects)
 lite:
 	$(GO) -C $(LITE_DIR) run . --listen $(LITE_LISTEN) $(if $(LITE_DATA_DIR),--data-dir $(abspath $(LITE_DATA_DIR)))
