@@ -36,7 +36,8 @@ HOT_DIR=$(cd "$HOT_DIR" && pwd)
 pids=()
 stop() {
 	trap - INT TERM EXIT
-	[ "${#pids[@]}" -eq 0 ] || kill -TERM "${pids[@]}" 2>/dev/null || true
+	[ "${#pids[@]}" -gt 0 ] || return 0
+	kill -TERM "${pids[@]}" 2>/dev/null || true
 	wait || true
 	echo "lambda-local: stopped"
 }
@@ -53,6 +54,14 @@ await() {
 	done
 	die "nothing listens on $1 after 10 s"
 }
+
+# A port already taken (a `make lite` still running, another copy of this
+# script) would be found listening below by the wrong process.
+for a in "$LITE_LISTEN" "${ports[@]/#/127.0.0.1:}"; do
+	if (exec 3<>"/dev/tcp/${a%:*}/${a##*:}") 2>/dev/null; then
+		die "$a is in use (a make lite or make lambda-local still running?); stop it, or set LITE_LISTEN or LAMBDA_PORTS"
+	fi
+done
 
 "$LITE" --listen "$LITE_LISTEN" &
 pids+=($!)
@@ -90,5 +99,11 @@ lambda-local: an API Gateway HTTP API (payload 2.0) event to produce:
     "body":"{\"name\":\"orders\"}","isBase64Encoded":false}'
 lambda-local: ready; Ctrl-C stops everything
 USAGE
-wait -n || true
+# Until a signal, or until one of them ends (bash 4.3 and later; an older
+# bash, as macOS ships, waits for them all).
+if ((BASH_VERSINFO[0] > 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] >= 3))); then
+	wait -n || true
+else
+	wait || true
+fi
 die "a process ended on its own; stopping the others"
