@@ -124,12 +124,43 @@ DIST_DIR ?= dist
 CDK_ARGS ?=
 CDK_ZIPS := $(DIST_DIR)/produce.zip $(DIST_DIR)/fetch.zip $(DIST_DIR)/compactor.zip
 
-.PHONY: cdk-deps synth bootstrap deploy cdk-test
+.PHONY: cdk-deps synth bootstrap deploy cdk-test aws-check
 
-## cdk-deps: the pinned CDK CLI (npm ci from package-lock.json) and the CDK Go modules
-cdk-deps:
-	cd $(CDK_DIR) && npm ci --no-audit --no-fund
+# CDK_NPM_STAMP is touched after each npm ci in infra/cdk: npm ci runs again
+# only when node_modules (and the stamp in it) is missing or older than
+# package.json or package-lock.json.
+NPM           ?= npm
+CDK_NPM_STAMP := $(CDK_DIR)/node_modules/.tierlog-npm-ci
+$(CDK_NPM_STAMP): $(CDK_DIR)/package-lock.json $(CDK_DIR)/package.json
+	cd $(CDK_DIR) && $(NPM) ci --no-audit --no-fund
+	touch $@
+
+## cdk-deps: the pinned CDK CLI (npm ci from package-lock.json, only when node_modules is stale) and the CDK Go modules
+cdk-deps: $(CDK_NPM_STAMP)
 	cd $(CDK_DIR) && $(GO) mod download
+
+## aws-check: fail in seconds, naming what to set, without usable AWS credentials (bootstrap and deploy run it first)
+# With the aws CLI: aws sts get-caller-identity. Without it: a credential
+# source the CDK CLI reads must be set (environment, shared files, a
+# container or web-identity role, or the EC2 instance metadata service).
+aws-check:
+	@fix="set AWS_PROFILE (after aws configure or aws sso login), or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary credentials)"; \
+	if command -v aws >/dev/null 2>&1; then \
+	  out=$$(AWS_PAGER= aws sts get-caller-identity --query Account --output text 2>&1) || { \
+	    echo "aws-check: no usable AWS credentials (aws sts get-caller-identity: $$(echo "$$out" | tr -s '\n' ' '))"; \
+	    echo "aws-check: $$fix"; exit 1; }; \
+	  echo "aws-check: account $$out"; \
+	elif [ -n "$$AWS_ACCESS_KEY_ID$$AWS_PROFILE$$AWS_WEB_IDENTITY_TOKEN_FILE$$AWS_CONTAINER_CREDENTIALS_RELATIVE_URI$$AWS_CONTAINER_CREDENTIALS_FULL_URI" ] || \
+	     [ -f "$${AWS_SHARED_CREDENTIALS_FILE:-$$HOME/.aws/credentials}" ] || [ -f "$${AWS_CONFIG_FILE:-$$HOME/.aws/config}" ] || \
+	     { [ "$$AWS_EC2_METADATA_DISABLED" != true ] && command -v curl >/dev/null && \
+	       curl -sf -m 1 -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 60' http://169.254.169.254/latest/api/token >/dev/null; }; then \
+	  echo "aws-check: found a credential source (no aws CLI to check it further)"; \
+	else \
+	  echo "aws-check: no AWS credentials: $$fix"; exit 1; \
+	fi; \
+	region=$${AWS_REGION:-$$AWS_DEFAULT_REGION}; \
+	[ -n "$$region" ] || ! command -v aws >/dev/null 2>&1 || region=$$(aws configure get region 2>/dev/null); \
+	echo "aws-check: region $${region:-not set: the CDK CLI uses us-east-1; set AWS_REGION to choose}"
 
 ## synth: the CloudFormation template into infra/cdk/cdk.out/ (offline; runs make build if dist/*.zip are missing)
 synth: cdk-deps
@@ -139,12 +170,12 @@ synth: cdk-deps
 
 ## bootstrap: cdk bootstrap of the account and region of your AWS credentials (once, before the first deploy)
 # (cdk bootstrap runs the app to find its environment, so it needs the zips too.)
-bootstrap: cdk-deps
+bootstrap: aws-check cdk-deps
 	@ls $(CDK_ZIPS) >/dev/null 2>&1 || $(MAKE) build
 	cd $(CDK_DIR) && $(CDK_ENV) npx --no-install cdk bootstrap --no-notices -c distDir=$(abspath $(DIST_DIR)) $(CDK_ARGS)
 
 ## deploy: cdk deploy to the account and region of your AWS credentials (make bootstrap once first)
-deploy: cdk-deps
+deploy: aws-check cdk-deps
 	@ls $(CDK_ZIPS) >/dev/null 2>&1 || $(MAKE) build
 	cd $(CDK_DIR) && $(CDK_ENV) npx --no-install cdk deploy --no-notices -c distDir=$(abspath $(DIST_DIR)) $(CDK_ARGS)
 
@@ -191,10 +222,20 @@ localstack-down:
 	TIERLOG_HOT_HOST_DIR=$(LOCAL_HOT_DIR) $(LOCALSTACK_COMPOSE) down
 
 ## deploy-local: deploy infra/cdk into LocalStack with cdklocal (after make localstack-up; LAMBDA_GOARCH=amd64 on x86 hosts)
-deploy-local: build
-	cd infra/cdk && { test -x node_modules/.bin/cdklocal || npm ci --no-audit --no-fund; } && \
-	$(LOCAL_AWS_ENV) $(CDKLOCAL) bootstrap aws://000000000000/us-east-1 $(LOCAL_CDK_ARGS) && \
+deploy-local: build $(CDK_NPM_STAMP)
+	cd $(CDK_DIR) && $(LOCAL_AWS_ENV) $(CDKLOCAL) bootstrap aws://000000000000/us-east-1 $(LOCAL_CDK_ARGS) && \
 	$(LOCAL_AWS_ENV) $(CDKLOCAL) deploy --require-approval never $(LOCAL_CDK_ARGS)
+
+## lambda-local: the four functions under the Runtime Interface Emulator against lite, without Docker; prints the endpoints, Ctrl-C stops everything
+# The functions are built for this machine (not LAMBDA_GOARCH); the
+# emulator is installed into bin/ as functions/e2e installs it.
+RIE_MODULE := github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@v0.0.0-20261030222936-bef5c4ba774d
+.PHONY: lambda-local
+lambda-local:
+	@test -x bin/aws-lambda-rie || GOBIN=$(CURDIR)/bin CGO_ENABLED=0 $(GO) install $(RIE_MODULE)
+	CGO_ENABLED=0 $(GO) build -tags lambda.norpc -o bin/fn/ $(foreach f,$(FUNCTIONS),./functions/$(f))
+	$(GO) -C $(LITE_DIR) build -o $(CURDIR)/bin/tierlog-lite .
+	exec env LITE_LISTEN=$(LITE_LISTEN) HOT_DIR=$(LOCAL_HOT_DIR) localstack/lambda-local.sh
 
 ## lite: S3 and DynamoDB on one endpoint without Docker (LITE_DATA_DIR=./.lite keeps objects)
 lite:

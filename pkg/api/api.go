@@ -154,12 +154,16 @@ func (s *server) routes(extra []extraRoute) {
 		}
 	}
 	for _, rt := range routeTable {
-		serve, op := rt.serve, rt.op
+		serve, op, query, method, pattern := rt.serve, rt.op, rt.query, rt.Method, rt.Path
 		register(rt.Method, rt.Path, func(w http.ResponseWriter, r *http.Request) {
 			// The one error exit of every handler: a handler that
 			// returns an error has written nothing. The route's
-			// operation is checked first (auth.go).
+			// operation is checked first (auth.go), then that the
+			// query names only the route's parameters (params.go).
 			r, err := s.admit(r, op)
+			if err == nil {
+				err = query.check(r, method, pattern)
+			}
 			if err == nil {
 				err = serve(s, w, r)
 			}

@@ -65,6 +65,10 @@ var (
 	fetchFormatBinary = [...]string{wire.Version: "binary-v1", wire.Version2: "binary-v2"}
 )
 
+// fetchQuery is the fetch route's query parameters (docs/api.md "Fetch"),
+// read by fetchParams.
+var fetchQuery = &params{names: []string{"offset", "max_records", "max_bytes", "wait_ms", "encoding"}}
+
 func fetchParams(r *http.Request) (broker.FetchRequest, jsonrec.Encoding, error) {
 	var req broker.FetchRequest
 	req.Topic = r.PathValue("topic")
@@ -75,7 +79,7 @@ func fetchParams(r *http.Request) (broker.FetchRequest, jsonrec.Encoding, error)
 	if req.Partition, err = partitionParam(r); err != nil {
 		return req, 0, err
 	}
-	q, err := parseQuery(r)
+	q, err := fetchQuery.parse(r)
 	if err != nil {
 		return req, 0, err
 	}
@@ -122,6 +126,9 @@ type timeOffsetResponse struct {
 	Timestamp *int64 `json:"timestamp"` // null when no record is that late
 }
 
+// offsetsQuery is the offsets route's query parameters.
+var offsetsQuery = &params{names: []string{"timestamp"}}
+
 // GET /v1/topics/{topic}/partitions/{partition}/offsets[?timestamp=T]
 func (s *server) offsets(w http.ResponseWriter, r *http.Request) error {
 	topic := r.PathValue("topic")
@@ -132,7 +139,7 @@ func (s *server) offsets(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	q, err := parseQuery(r)
+	q, err := offsetsQuery.parse(r)
 	if err != nil {
 		return err
 	}

@@ -159,13 +159,16 @@ func offsetsAnswer(gos []broker.GroupOffset) any {
 	return &out
 }
 
+// groupOffsetsQuery is the group offsets route's query parameters.
+var groupOffsetsQuery = &params{names: []string{"topic"}}
+
 // GET /v1/groups/{group}/offsets?topic=T
 func (s *server) groupOffsets(w http.ResponseWriter, r *http.Request) error {
 	group := r.PathValue("group")
 	if err := checkGroup(group); err != nil {
 		return err
 	}
-	q, err := parseQuery(r)
+	q, err := groupOffsetsQuery.parse(r)
 	if err != nil {
 		return err
 	}

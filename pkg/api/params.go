@@ -1,11 +1,14 @@
 package api
 
 import (
+	"fmt"
 	"math"
 	"net/http"
 	"net/url"
 	"regexp"
+	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/tierlog/tierlog/internal/jsonrec"
 	"github.com/tierlog/tierlog/pkg/broker"
@@ -75,21 +78,139 @@ func partitionParam(r *http.Request) (int, error) {
 	return int(n), nil
 }
 
-// query is a parsed query string.
-type query url.Values
+// params is the query parameters one route takes. It is declared once,
+// beside the handler that reads them, and named in the route table: the
+// registration refuses a query string naming any other parameter before
+// the handler runs (docs/api.md "Conventions"), and the handler reads the
+// query through it, so it cannot read a parameter it did not declare.
+// A params is immutable and safe for concurrent use.
+type params struct {
+	names []string
+	// elsewhere explains, for a parameter another route takes, why this
+	// one refuses it; the refusal still lists this route's parameters.
+	elsewhere map[string]string
+}
 
-func parseQuery(r *http.Request) (query, error) {
+// noParams is the parameters of a route that takes none.
+var noParams = &params{}
+
+// maxSuggestDistance is how close (in edits) an unknown parameter must be
+// to one of the route's for the answer to suggest it.
+const maxSuggestDistance = 2
+
+// takes reports whether name is one of p's parameters.
+func (p *params) takes(name string) bool {
+	for _, n := range p.names {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// check refuses a malformed query string, and one naming a parameter
+// the route (method and pattern) does not take: 400 naming each such
+// parameter, with the closest of the route's own when one is near, and
+// listing the route's parameters.
+func (p *params) check(r *http.Request, method, pattern string) error {
+	if r.URL.RawQuery == "" {
+		return nil
+	}
 	v, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
-		return nil, badRequest("malformed query string %s: %v", quote(r.URL.RawQuery), err)
+		return badRequest("malformed query string %s: %v", quote(r.URL.RawQuery), err)
 	}
-	return query(v), nil
+	var unknown []string
+	for name := range v {
+		if !p.takes(name) {
+			unknown = append(unknown, name)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	sort.Strings(unknown)
+	var b strings.Builder
+	for i, name := range unknown {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString("unknown query parameter ")
+		b.WriteString(quote(name))
+		if why, ok := p.elsewhere[name]; ok {
+			b.WriteString(" (" + why + ")")
+		} else if near := p.nearest(name); near != "" {
+			b.WriteString(" (did you mean " + strconv.Quote(near) + "?)")
+		}
+	}
+	if len(p.names) == 0 {
+		fmt.Fprintf(&b, ": %s %s takes no query parameters", method, pattern)
+	} else {
+		fmt.Fprintf(&b, ": %s %s takes %s", method, pattern, strings.Join(p.names, ", "))
+	}
+	return badRequest("%s", b.String())
+}
+
+// nearest is the parameter of p closest to name, if it is at most
+// maxSuggestDistance edits away (case-insensitively), else "".
+func (p *params) nearest(name string) string {
+	if len(name) > maxQuoted {
+		return ""
+	}
+	best, bestD := "", maxSuggestDistance+1
+	for _, n := range p.names {
+		if d := editDistance(strings.ToLower(name), n); d < bestD {
+			best, bestD = n, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// query is a parsed query string, read through the route's params.
+type query struct {
+	v url.Values
+	p *params
+}
+
+// parse parses r's query string for reading through p. The registration
+// has refused what p does not take (check).
+func (p *params) parse(r *http.Request) (query, error) {
+	v, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return query{}, badRequest("malformed query string %s: %v", quote(r.URL.RawQuery), err)
+	}
+	return query{v: v, p: p}, nil
 }
 
 // get returns the single value of name; a parameter given twice is refused
-// rather than guessed at.
+// rather than guessed at. Reading a parameter the route did not declare
+// is a programming error: it panics.
 func (q query) get(name string) (string, bool, error) {
-	vs, ok := q[name]
+	if !q.p.takes(name) {
+		panic("api: query parameter " + name + " read but not declared in the route's params")
+	}
+	vs, ok := q.v[name]
 	if !ok {
 		return "", false, nil
 	}

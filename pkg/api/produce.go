@@ -29,6 +29,18 @@ const (
 	paramExpectedOffset  = "expected_offset"
 )
 
+// expectedOffsetElsewhere is why the routed produce refuses expected_offset.
+const expectedOffsetElsewhere = "expected_offset is only allowed on the single-partition route " +
+	"(POST /v1/topics/{topic}/partitions/{partition}/records): a condition on one partition's high watermark"
+
+// The produce routes' query parameters: the single-partition route takes
+// expected_offset (expectedOffset reads it), the routed one refuses it
+// with the reason.
+var (
+	producePartitionQuery = &params{names: []string{paramExpectedOffset}}
+	produceQuery          = &params{elsewhere: map[string]string{paramExpectedOffset: expectedOffsetElsewhere}}
+)
+
 // POST /v1/topics/{topic}/records
 func (s *server) produce(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Vary", "Accept") // the answer's format follows Accept
@@ -45,13 +57,8 @@ func (s *server) produce(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	q, err := parseQuery(r)
-	if err != nil {
-		return err
-	}
-	if _, ok := q[paramExpectedOffset]; ok || body.expected != nil {
-		return badRequest("expected_offset is only allowed on the single-partition route " +
-			"(POST /v1/topics/{topic}/partitions/{partition}/records): a condition on one partition's high watermark")
+	if body.expected != nil { // in the query: refused as the route's params say
+		return badRequest("%s", expectedOffsetElsewhere)
 	}
 	rep, err := s.b.ProduceWith(r.Context(), topic, body.recs, broker.ProduceOptions{IdempotencyKey: key})
 	if err != nil {
@@ -139,7 +146,7 @@ func idempotencyKey(r *http.Request) (string, error) {
 // body's expected_offset, or the query parameter expected_offset (the
 // only way for a binary body); both at once is 400.
 func expectedOffset(r *http.Request, inBody *int64) (*int64, error) {
-	q, err := parseQuery(r)
+	q, err := producePartitionQuery.parse(r)
 	if err != nil {
 		return nil, err
 	}

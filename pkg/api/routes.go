@@ -28,38 +28,43 @@ type Route struct {
 // whose body names topics or groups checks them with s.authorize after
 // decoding and before reading or changing anything. Every row declares
 // one (TestEveryRouteDeclaresAnOperation).
+//
+// query is the route's query parameters, declared beside its handler
+// (noParams: none): the registration refuses any other before the
+// handler runs (params.check).
 var routeTable = []struct {
 	Route
 	op    auth.Op
 	serve func(*server, http.ResponseWriter, *http.Request) error
+	query *params // the query parameters the route takes; any other is 400
 }{
-	{Route{http.MethodGet, "/v1/health"}, auth.Open, (*server).health},
-	{Route{http.MethodGet, "/v1/topics"}, auth.Describe, (*server).listTopics},
-	{Route{http.MethodPost, "/v1/topics"}, auth.Admin, (*server).createTopic},
-	{Route{http.MethodGet, "/v1/topics/{topic}"}, auth.Describe, (*server).getTopic},
-	{Route{http.MethodDelete, "/v1/topics/{topic}"}, auth.Admin, (*server).deleteTopic},
-	{Route{http.MethodPost, "/v1/topics/{topic}/records"}, auth.Produce, (*server).produce},
-	{Route{http.MethodGet, "/v1/topics/{topic}/partitions/{partition}/records"}, auth.Consume, (*server).fetch},
-	{Route{http.MethodPost, "/v1/topics/{topic}/partitions/{partition}/records"}, auth.Produce, (*server).producePartition},
-	{Route{http.MethodGet, "/v1/topics/{topic}/partitions/{partition}/offsets"}, auth.Consume, (*server).offsets},
-	{Route{http.MethodPatch, "/v1/topics/{topic}"}, auth.Admin, (*server).patchTopic},
-	{Route{http.MethodGet, "/v1/groups/{group}/offsets"}, auth.Consume, (*server).groupOffsets},
-	{Route{http.MethodPut, "/v1/groups/{group}/offsets"}, auth.Groups, (*server).commitGroupOffsets},
-	{Route{http.MethodGet, "/v1/groups"}, auth.Consume, (*server).listGroups},
-	{Route{http.MethodGet, "/v1/groups/{group}"}, auth.Consume, (*server).describeGroup},
-	{Route{http.MethodDelete, "/v1/groups/{group}"}, auth.Admin, (*server).deleteGroup},
-	{Route{http.MethodPost, "/v1/groups/{group}/offsets/reset"}, auth.Admin, (*server).resetGroupOffsets},
-	{Route{http.MethodPost, "/v1/groups/{group}/members"}, auth.Groups, (*server).joinGroup},
-	{Route{http.MethodPost, "/v1/groups/{group}/members/{member}/heartbeat"}, auth.Groups, (*server).heartbeat},
-	{Route{http.MethodDelete, "/v1/groups/{group}/members/{member}"}, auth.Groups, (*server).leaveGroup},
-	{Route{http.MethodPost, "/v1/subscriptions"}, auth.Admin, (*server).createSubscription},
-	{Route{http.MethodGet, "/v1/subscriptions"}, auth.Admin, (*server).listSubscriptions},
-	{Route{http.MethodGet, "/v1/subscriptions/{name}"}, auth.Admin, (*server).getSubscription},
-	{Route{http.MethodPatch, "/v1/subscriptions/{name}"}, auth.Admin, (*server).patchSubscription},
-	{Route{http.MethodDelete, "/v1/subscriptions/{name}"}, auth.Admin, (*server).deleteSubscription},
-	{Route{http.MethodPost, "/v1/tokens"}, auth.ManageTokens, (*server).createToken},
-	{Route{http.MethodGet, "/v1/tokens"}, auth.ManageTokens, (*server).listTokens},
-	{Route{http.MethodDelete, "/v1/tokens/{id}"}, auth.ManageTokens, (*server).revokeToken},
+	{Route{http.MethodGet, "/v1/health"}, auth.Open, (*server).health, noParams},
+	{Route{http.MethodGet, "/v1/topics"}, auth.Describe, (*server).listTopics, noParams},
+	{Route{http.MethodPost, "/v1/topics"}, auth.Admin, (*server).createTopic, noParams},
+	{Route{http.MethodGet, "/v1/topics/{topic}"}, auth.Describe, (*server).getTopic, noParams},
+	{Route{http.MethodDelete, "/v1/topics/{topic}"}, auth.Admin, (*server).deleteTopic, noParams},
+	{Route{http.MethodPost, "/v1/topics/{topic}/records"}, auth.Produce, (*server).produce, produceQuery},
+	{Route{http.MethodGet, "/v1/topics/{topic}/partitions/{partition}/records"}, auth.Consume, (*server).fetch, fetchQuery},
+	{Route{http.MethodPost, "/v1/topics/{topic}/partitions/{partition}/records"}, auth.Produce, (*server).producePartition, producePartitionQuery},
+	{Route{http.MethodGet, "/v1/topics/{topic}/partitions/{partition}/offsets"}, auth.Consume, (*server).offsets, offsetsQuery},
+	{Route{http.MethodPatch, "/v1/topics/{topic}"}, auth.Admin, (*server).patchTopic, noParams},
+	{Route{http.MethodGet, "/v1/groups/{group}/offsets"}, auth.Consume, (*server).groupOffsets, groupOffsetsQuery},
+	{Route{http.MethodPut, "/v1/groups/{group}/offsets"}, auth.Groups, (*server).commitGroupOffsets, noParams},
+	{Route{http.MethodGet, "/v1/groups"}, auth.Consume, (*server).listGroups, noParams},
+	{Route{http.MethodGet, "/v1/groups/{group}"}, auth.Consume, (*server).describeGroup, noParams},
+	{Route{http.MethodDelete, "/v1/groups/{group}"}, auth.Admin, (*server).deleteGroup, noParams},
+	{Route{http.MethodPost, "/v1/groups/{group}/offsets/reset"}, auth.Admin, (*server).resetGroupOffsets, noParams},
+	{Route{http.MethodPost, "/v1/groups/{group}/members"}, auth.Groups, (*server).joinGroup, noParams},
+	{Route{http.MethodPost, "/v1/groups/{group}/members/{member}/heartbeat"}, auth.Groups, (*server).heartbeat, noParams},
+	{Route{http.MethodDelete, "/v1/groups/{group}/members/{member}"}, auth.Groups, (*server).leaveGroup, noParams},
+	{Route{http.MethodPost, "/v1/subscriptions"}, auth.Admin, (*server).createSubscription, noParams},
+	{Route{http.MethodGet, "/v1/subscriptions"}, auth.Admin, (*server).listSubscriptions, noParams},
+	{Route{http.MethodGet, "/v1/subscriptions/{name}"}, auth.Admin, (*server).getSubscription, noParams},
+	{Route{http.MethodPatch, "/v1/subscriptions/{name}"}, auth.Admin, (*server).patchSubscription, noParams},
+	{Route{http.MethodDelete, "/v1/subscriptions/{name}"}, auth.Admin, (*server).deleteSubscription, noParams},
+	{Route{http.MethodPost, "/v1/tokens"}, auth.ManageTokens, (*server).createToken, noParams},
+	{Route{http.MethodGet, "/v1/tokens"}, auth.ManageTokens, (*server).listTokens, noParams},
+	{Route{http.MethodDelete, "/v1/tokens/{id}"}, auth.ManageTokens, (*server).revokeToken, noParams},
 }
 
 // Routes returns docs/api.md's routes (a copy). A GET route also answers HEAD;
