@@ -163,14 +163,16 @@ func TestConsumerFollow(t *testing.T) {
 // latest reset, none reports the server's 416.
 func TestConsumerReset416(t *testing.T) {
 	t.Parallel()
-	// fetchedAt10 is closed by the first fetch at offset 10 once armed
-	// (the first consumer, reading from the start, fetches there too).
+	// fetchedAt10 is closed by the second consumer's first fetch at
+	// offset 10 (the first consumer, reading from the start, fetches there
+	// too, and a fetch of its may still arrive after it closed): the second
+	// consumer's client marks its requests.
 	fetchedAt10 := make(chan struct{})
 	var fetchedOnce sync.Once
-	var armed atomic.Bool
+	const mark = "X-Test-Consumer"
 	s := newServer(t, func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if armed.Load() && r.Method == "GET" && strings.HasSuffix(r.URL.Path, "/records") && r.URL.Query().Get("offset") == "10" {
+			if r.Header.Get(mark) == "2" && r.Method == "GET" && strings.HasSuffix(r.URL.Path, "/records") && r.URL.Query().Get("offset") == "10" {
 				fetchedOnce.Do(func() { close(fetchedAt10) })
 			}
 			h.ServeHTTP(w, r)
@@ -191,8 +193,8 @@ func TestConsumerReset416(t *testing.T) {
 	}
 	k.Close(ctx)
 
-	armed.Store(true)
-	k, err = c.NewConsumer(ctx, "oor", client.WithStartOffset(1000), client.WithReset(client.ResetLatest), client.WithWait(50*time.Millisecond))
+	c2 := s.client(client.WithHooks(client.Hooks{BeforeRequest: func(r *http.Request) { r.Header.Set(mark, "2") }}))
+	k, err = c2.NewConsumer(ctx, "oor", client.WithStartOffset(1000), client.WithReset(client.ResetLatest), client.WithWait(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
