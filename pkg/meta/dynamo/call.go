@@ -329,3 +329,42 @@ func describe(err error) string {
 	// No response, so no request id: the error's own text.
 	return err.Error()
 }
+
+// atVersion is the condition of a versioned item's write: the stored item
+// is at version, or none is stored for version 0.
+func atVersion(version uint64) (cond string, names map[string]string, values map[string]types.AttributeValue) {
+	if version == 0 {
+		return "attribute_not_exists(#pk)", map[string]string{"#pk": attrPK}, nil
+	}
+	return "#ver = :ver", map[string]string{"#ver": attrVersion}, map[string]types.AttributeValue{":ver": num(version)}
+}
+
+// putAtVersion puts item if the stored one is at version (atVersion).
+func (s *Store) putAtVersion(ctx context.Context, item map[string]types.AttributeValue, version uint64) (result, error) {
+	cond, names, values := atVersion(version)
+	return s.call(ctx, opPutItem, true, func(ctx context.Context, o ...func(*dynamodb.Options)) error {
+		_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName:                 s.table,
+			Item:                      item,
+			ConditionExpression:       aws.String(cond),
+			ExpressionAttributeNames:  names,
+			ExpressionAttributeValues: values,
+		}, o...)
+		return err
+	})
+}
+
+// deleteAtVersion deletes the item at key if it is at version (atVersion).
+func (s *Store) deleteAtVersion(ctx context.Context, key map[string]types.AttributeValue, version uint64) (result, error) {
+	cond, names, values := atVersion(version)
+	return s.call(ctx, opDeleteItem, true, func(ctx context.Context, o ...func(*dynamodb.Options)) error {
+		_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+			TableName:                 s.table,
+			Key:                       key,
+			ConditionExpression:       aws.String(cond),
+			ExpressionAttributeNames:  names,
+			ExpressionAttributeValues: values,
+		}, o...)
+		return err
+	})
+}

@@ -74,22 +74,7 @@ func (s *Store) PutGroup(ctx context.Context, g meta.GroupState) error {
 	item[attrGroup] = str(g.Group)
 	item[attrVersion] = num(g.Version + 1)
 	item[attrState] = str(body)
-	cond := "#ver = :ver"
-	names := map[string]string{"#ver": attrVersion}
-	values := map[string]types.AttributeValue{":ver": num(g.Version)}
-	if g.Version == 0 {
-		cond, names, values = "attribute_not_exists(#pk)", map[string]string{"#pk": attrPK}, nil
-	}
-	res, err := s.call(ctx, opPutItem, true, func(ctx context.Context, o ...func(*dynamodb.Options)) error {
-		_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
-			TableName:                 s.table,
-			Item:                      item,
-			ConditionExpression:       aws.String(cond),
-			ExpressionAttributeNames:  names,
-			ExpressionAttributeValues: values,
-		}, o...)
-		return err
-	})
+	res, err := s.putAtVersion(ctx, item, g.Version)
 	if !isCondition(err) {
 		return err
 	}
@@ -109,22 +94,7 @@ func (s *Store) PutGroup(ctx context.Context, g meta.GroupState) error {
 // DeleteGroup implements meta.Store: one DeleteItem conditioned on the
 // version.
 func (s *Store) DeleteGroup(ctx context.Context, group string, version uint64) error {
-	cond := "#ver = :ver"
-	names := map[string]string{"#ver": attrVersion}
-	values := map[string]types.AttributeValue{":ver": num(version)}
-	if version == 0 {
-		cond, names, values = "attribute_not_exists(#pk)", map[string]string{"#pk": attrPK}, nil
-	}
-	res, err := s.call(ctx, opDeleteItem, true, func(ctx context.Context, o ...func(*dynamodb.Options)) error {
-		_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-			TableName:                 s.table,
-			Key:                       groupStateKey(group),
-			ConditionExpression:       aws.String(cond),
-			ExpressionAttributeNames:  names,
-			ExpressionAttributeValues: values,
-		}, o...)
-		return err
-	})
+	res, err := s.deleteAtVersion(ctx, groupStateKey(group), version)
 	if !isCondition(err) {
 		return err
 	}

@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tierlog/tierlog/pkg/meta"
@@ -56,22 +54,7 @@ func (s *Store) putVersioned(ctx context.Context, k map[string]types.AttributeVa
 	}
 	item[attrVersion] = num(version + 1)
 	item[attrBody] = str(string(body))
-	cond := "#ver = :ver"
-	names := map[string]string{"#ver": attrVersion}
-	values := map[string]types.AttributeValue{":ver": num(version)}
-	if version == 0 {
-		cond, names, values = "attribute_not_exists(#pk)", map[string]string{"#pk": attrPK}, nil
-	}
-	res, err := s.call(ctx, opPutItem, true, func(ctx context.Context, o ...func(*dynamodb.Options)) error {
-		_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
-			TableName:                 s.table,
-			Item:                      item,
-			ConditionExpression:       aws.String(cond),
-			ExpressionAttributeNames:  names,
-			ExpressionAttributeValues: values,
-		}, o...)
-		return err
-	})
+	res, err := s.putAtVersion(ctx, item, version)
 	if !isCondition(err) {
 		return err
 	}
@@ -88,22 +71,7 @@ func (s *Store) putVersioned(ctx context.Context, k map[string]types.AttributeVa
 
 // deleteVersioned removes the item at k if it is at version (0: absent).
 func (s *Store) deleteVersioned(ctx context.Context, k map[string]types.AttributeValue, version uint64, what string) error {
-	cond := "#ver = :ver"
-	names := map[string]string{"#ver": attrVersion}
-	values := map[string]types.AttributeValue{":ver": num(version)}
-	if version == 0 {
-		cond, names, values = "attribute_not_exists(#pk)", map[string]string{"#pk": attrPK}, nil
-	}
-	res, err := s.call(ctx, opDeleteItem, true, func(ctx context.Context, o ...func(*dynamodb.Options)) error {
-		_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-			TableName:                 s.table,
-			Key:                       k,
-			ConditionExpression:       aws.String(cond),
-			ExpressionAttributeNames:  names,
-			ExpressionAttributeValues: values,
-		}, o...)
-		return err
-	})
+	res, err := s.deleteAtVersion(ctx, k, version)
 	if !isCondition(err) {
 		return err
 	}
