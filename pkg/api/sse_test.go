@@ -651,7 +651,7 @@ func goroutinesIn(fns ...string) int {
 // whose client takes nothing for StreamStall is cut: none stays active.
 // It logs the heap's growth and the process's resident set's (Linux).
 func TestSlowStreamsBoundedMemory(t *testing.T) {
-	s := newSSEServer(t, server.Config{StreamKeepAlive: 15 * time.Second}, nil)
+	s := newSSEServer(t, server.Config{StreamKeepAlive: 15 * time.Second, StreamStall: 3 * time.Second}, nil)
 	s.call("POST", "/v1/topics", `{"name":"t"}`, 201)
 	value := strings.Repeat("v", 1000)
 	for range 80 {

@@ -139,7 +139,10 @@ type Config struct {
 	// StreamKeepAlive is the longest silence of a stream before a
 	// comment line; 0 (or more than 15s) means api.DefaultKeepAlive.
 	StreamKeepAlive time.Duration
-	Logger          *slog.Logger
+	// StreamStall is how long a stream waits for a client that reads
+	// nothing before it cuts it; 0 means api.DefaultStreamStall.
+	StreamStall time.Duration
+	Logger      *slog.Logger
 	// ReadOnly serves reads only and never writes the hot tier (the fetch
 	// function).
 	ReadOnly bool
@@ -395,7 +398,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	if !cfg.DisableStreaming {
 		s.Streams = &api.StreamStats{}
 		opts = append(opts, api.WithStreaming(api.StreamConfig{
-			KeepAlive: cfg.StreamKeepAlive, Done: s.streamsDone, Stats: s.Streams}))
+			KeepAlive: cfg.StreamKeepAlive, Stall: cfg.StreamStall, Done: s.streamsDone, Stats: s.Streams}))
 	}
 	if s.Subscriptions != nil {
 		opts = append(opts, api.WithSubscriptions(s.Subscriptions))
