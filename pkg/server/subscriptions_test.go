@@ -30,7 +30,8 @@ type chaosHook struct {
 	firsts   map[int][]int64       // partition -> offsets in order of first send
 	ok       map[int]map[int64]bool
 	atRisk   map[int]map[int64]bool
-	inflight map[int][]int64 // invocation id -> "partition<<40|offset" keys... (see ServeHTTP)
+	inflight map[int][]int64 // invocation id -> partition, then its offsets (see ServeHTTP)
+	answered []answered      // the successful answers of the last moments, for kill
 	calls    int
 	killing  time.Time // when the last kill started
 	timeout  time.Duration
@@ -102,8 +103,15 @@ func (h *chaosHook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	keys := h.inflight[id]
 	delete(h.inflight, id)
 	h.counts[mode]++
+	if mode != "error" && mode != "timeout" {
+		h.answered = append(h.answered, answered{at: time.Now(), keys: keys})
+		if len(h.answered) > 64 { // the last moments are enough
+			h.answered = h.answered[1:]
+		}
+	}
 	// An answer that may not have reached the deliverer before a kill
 	// leaves its batch in flight.
 	killed := !h.killing.IsZero() && time.Since(h.killing) < 2*h.timeout
@@ -135,15 +143,32 @@ func (h *chaosHook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// kill marks every batch the hook holds as in flight at a failure.
+// answered is a batch the hook answered with a success, and when.
+type answered struct {
+	at   time.Time
+	keys []int64 // partition, then its offsets
+}
+
+// kill marks every batch the hook holds, and every batch it answered with
+// a success in the last 2 invocation timeouts, as in flight at a failure:
+// an answer the deliverer got but had not committed yet when it was
+// stopped is delivered again, as the protocol says (commit after success).
 func (h *chaosHook) kill() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.killing = time.Now()
-	for _, keys := range h.inflight {
+	mark := func(keys []int64) {
 		p := int(keys[0])
 		for _, o := range keys[1:] {
 			h.atRisk[p][o] = true
+		}
+	}
+	for _, keys := range h.inflight {
+		mark(keys)
+	}
+	for _, a := range h.answered {
+		if h.killing.Sub(a.at) < 2*h.timeout {
+			mark(a.keys)
 		}
 	}
 }
