@@ -113,13 +113,9 @@ func (s *Store) Groups(ctx context.Context) ([]meta.GroupState, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]meta.GroupState, 0, len(items))
-	for _, item := range items {
-		g, err := decodeGroupState(item)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, g)
+	out, err := decodeEach(items, decodeGroupState)
+	if err != nil {
+		return nil, err
 	}
 	// The sort key orders valid names; escaped ones may not.
 	sortGroups(out)

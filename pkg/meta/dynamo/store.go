@@ -565,10 +565,20 @@ func (s *Store) putIfAbsent(ctx context.Context, item map[string]types.Attribute
 
 // decodeItems decodes each item of a query into a T.
 func decodeItems[T any](items []map[string]types.AttributeValue) ([]T, error) {
+	return decodeEach(items, func(item map[string]types.AttributeValue) (T, error) {
+		var v T
+		err := decodeMap(item, &v)
+		return v, err
+	})
+}
+
+// decodeEach decodes every item with decode, in order; the first error
+// ends it.
+func decodeEach[T any](items []map[string]types.AttributeValue, decode func(map[string]types.AttributeValue) (T, error)) ([]T, error) {
 	out := make([]T, 0, len(items))
 	for _, item := range items {
-		var v T
-		if err := decodeMap(item, &v); err != nil {
+		v, err := decode(item)
+		if err != nil {
 			return nil, err
 		}
 		out = append(out, v)

@@ -115,13 +115,9 @@ func (s *Store) Subscriptions(ctx context.Context) ([]meta.SubscriptionItem, err
 	if err != nil {
 		return nil, err
 	}
-	out := make([]meta.SubscriptionItem, 0, len(items))
-	for _, item := range items {
-		it, err := decodeSub(item)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, it)
+	out, err := decodeEach(items, decodeSub)
+	if err != nil {
+		return nil, err
 	}
 	// The sort key orders valid names; escaped ones may not.
 	slices.SortFunc(out, func(a, b meta.SubscriptionItem) int { return strings.Compare(a.Name, b.Name) })

@@ -87,13 +87,9 @@ func (s *Store) Tokens(ctx context.Context) ([]meta.Token, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]meta.Token, 0, len(items))
-	for _, item := range items {
-		t, err := decodeToken(item)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, t)
+	out, err := decodeEach(items, decodeToken)
+	if err != nil {
+		return nil, err
 	}
 	// The sort key orders plain ids; escaped ones may not.
 	slices.SortFunc(out, func(a, b meta.Token) int { return strings.Compare(a.ID, b.ID) })
