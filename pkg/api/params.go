@@ -108,12 +108,33 @@ func (p *params) takes(name string) bool {
 	return false
 }
 
+// plainAndKnown reports whether raw, a query string without escapes
+// ('%', '+') or ';', names only p's parameters: what check's parse would
+// find, without building the map the handler's parse builds again (the
+// common case, on the fetch path).
+func (p *params) plainAndKnown(raw string) bool {
+	if strings.ContainsAny(raw, "%+;") {
+		return false
+	}
+	for raw != "" {
+		var kv string
+		kv, raw, _ = strings.Cut(raw, "&")
+		if kv == "" {
+			continue // url.ParseQuery skips it too
+		}
+		if name, _, _ := strings.Cut(kv, "="); !p.takes(name) {
+			return false
+		}
+	}
+	return true
+}
+
 // check refuses a malformed query string, and one naming a parameter
 // the route (method and pattern) does not take: 400 naming each such
 // parameter, with the closest of the route's own when one is near, and
 // listing the route's parameters.
 func (p *params) check(r *http.Request, method, pattern string) error {
-	if r.URL.RawQuery == "" {
+	if r.URL.RawQuery == "" || p.plainAndKnown(r.URL.RawQuery) {
 		return nil
 	}
 	v, err := url.ParseQuery(r.URL.RawQuery)
