@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tierlog/tierlog/localstack/emulator"
 	"github.com/tierlog/tierlog/pkg/auth"
 	"github.com/tierlog/tierlog/pkg/meta"
 	"github.com/tierlog/tierlog/pkg/server"
@@ -33,16 +32,7 @@ func (c *handClock) Add(d time.Duration) {
 // verifiers.
 func twoAWSServers(t *testing.T, opts ...auth.Option) (a, b *server.Server) {
 	t.Helper()
-	emu, err := emulator.New(emulator.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(emu)
-	t.Cleanup(func() { ts.Close(); emu.Close() })
-	t.Setenv("AWS_ENDPOINT_URL", ts.URL)
-	t.Setenv("AWS_REGION", "us-east-1")
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	useEmulator(t)
 	hot := t.TempDir()
 	open := func(owner string) *server.Server {
 		s, err := server.Open(context.Background(), server.Config{

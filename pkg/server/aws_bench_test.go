@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"testing"
 
-	"github.com/tierlog/tierlog/localstack/emulator"
 	"github.com/tierlog/tierlog/pkg/broker"
 	"github.com/tierlog/tierlog/pkg/objstore"
 	"github.com/tierlog/tierlog/pkg/server"
@@ -17,16 +15,7 @@ import (
 // emulator (gofakes3 and minidyn behind one endpoint).
 func awsServer(b *testing.B) *server.Server {
 	b.Helper()
-	emu, err := emulator.New(emulator.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ts := httptest.NewServer(emu)
-	b.Cleanup(func() { ts.Close(); emu.Close() })
-	b.Setenv("AWS_ENDPOINT_URL", ts.URL)
-	b.Setenv("AWS_REGION", "us-east-1")
-	b.Setenv("AWS_ACCESS_KEY_ID", "test")
-	b.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	useEmulator(b)
 	s, err := server.Open(context.Background(), server.Config{
 		Backend: server.BackendAWS, HotDir: b.TempDir(), Table: "bench", Bucket: "bench",
 		CreateResources: true, CompactInterval: -1, CompactGrace: 1,

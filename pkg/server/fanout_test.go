@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tierlog/tierlog/localstack/emulator"
 	"github.com/tierlog/tierlog/pkg/broker"
 	"github.com/tierlog/tierlog/pkg/server"
 )
@@ -21,16 +20,7 @@ import (
 // item read a second while it waits, plus setup), and every record reaches
 // every poller soon after its commit.
 func TestLongPollFanOutCostsFewMetadataReads(t *testing.T) {
-	emu, err := emulator.New(emulator.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(emu)
-	t.Cleanup(func() { ts.Close(); emu.Close() })
-	t.Setenv("AWS_ENDPOINT_URL", ts.URL)
-	t.Setenv("AWS_REGION", "us-east-1")
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	useEmulator(t)
 	hot := t.TempDir()
 	open := func(owner string) *server.Server {
 		s, err := server.Open(context.Background(), server.Config{
