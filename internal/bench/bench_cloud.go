@@ -814,16 +814,7 @@ func (r *cloudResult) row(c *contentionCell) []string {
 
 // sortedOps renders m per n, largest first ("open 10.00, read 9.96").
 func sortedOps(m map[string]int64, per float64) string {
-	ops := make([]string, 0, len(m))
-	for op := range m {
-		ops = append(ops, op)
-	}
-	sort.Slice(ops, func(i, j int) bool {
-		if m[ops[i]] != m[ops[j]] {
-			return m[ops[i]] > m[ops[j]]
-		}
-		return ops[i] < ops[j]
-	})
+	ops := largestFirst(m)
 	parts := make([]string, len(ops))
 	for i, op := range ops {
 		parts[i] = fmt.Sprintf("%s %.2f", op, float64(m[op])/per)

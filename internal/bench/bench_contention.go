@@ -817,8 +817,8 @@ func fmtDelay(d time.Duration) string {
 	return d.String()
 }
 
-// byOp renders counts per acknowledged request by operation, largest first.
-func byOp(c *contentionCell, m map[string]int64) string {
+// largestFirst is m's keys by count, largest first, then by name.
+func largestFirst(m map[string]int64) []string {
 	ops := make([]string, 0, len(m))
 	for op := range m {
 		ops = append(ops, op)
@@ -829,6 +829,12 @@ func byOp(c *contentionCell, m map[string]int64) string {
 		}
 		return ops[i] < ops[j]
 	})
+	return ops
+}
+
+// byOp renders counts per acknowledged request by operation, largest first.
+func byOp(c *contentionCell, m map[string]int64) string {
+	ops := largestFirst(m)
 	parts := make([]string, len(ops))
 	for i, op := range ops {
 		parts[i] = op + " " + c.perOK(m[op])
