@@ -506,10 +506,10 @@ func NewTierlogStack(scope constructs.Construct, id *string, props *TierlogStack
 	// nothing but the token routes, which stay IAM-only: tokens are made
 	// and revoked by IAM principals (the first one included).
 	var defaultAuthorizer awsapigatewayv2.IHttpRouteAuthorizer = awsapigatewayv2authorizers.NewHttpIamAuthorizer()
-	description := "tierlog HTTP API (API.md); SigV4-signed requests only"
+	description := "tierlog HTTP API (docs/api.md); SigV4-signed requests only"
 	if cfg.Tokens() {
 		defaultAuthorizer = nil
-		description = "tierlog HTTP API (API.md); access tokens, verified by the functions; token routes SigV4-signed"
+		description = "tierlog HTTP API (docs/api.md); access tokens, verified by the functions; token routes SigV4-signed"
 	}
 	api := awsapigatewayv2.NewHttpApi(stack, jsii.String("Api"), &awsapigatewayv2.HttpApiProps{
 		ApiName:           jsii.String(*id),
