@@ -588,15 +588,16 @@ func (l *Log) ensureWriter(ctx context.Context) error {
 		return nil
 	}
 	if l.cfg.Now().Before(l.contended) && !l.waiting {
-		// Other writers held the lease moments ago. If batches are
-		// waiting in the write buffer, join them: a holder, or the
-		// oldest of them, appends them next (waitTurn), and racing it
-		// for the lease would cost a failed acquire, a write on the item
-		// every writer shares. An empty buffer: try the lease.
-		if names, err := l.listStaged(); err == nil && len(names) > 0 {
-			l.sawOther()
-			return fmt.Errorf("%w: %w: %v has batches waiting", ErrUnavailable, errBusy, l.cfg.Key)
-		}
+		// Other writers held the lease moments ago: stage first, and
+		// wait a turn (waitTurn), rather than try the lease at once.
+		// The writers answered by one round come back together; had
+		// the first of them taken the lease for its batch alone, the
+		// others would stage behind it and need a round of their own
+		// (with a failed acquire each, a write on the item every
+		// writer shares). Staged first, the oldest of them leads one
+		// round that takes them all.
+		l.sawOther()
+		return fmt.Errorf("%w: %w: %v is contended", ErrUnavailable, errBusy, l.cfg.Key)
 	}
 	var a meta.Acquired
 	err := trace.Capture(ctx, trace.SpanAcquire, func(ctx context.Context) (err error) {
