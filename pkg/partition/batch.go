@@ -175,22 +175,25 @@ func (l *Log) waitTurn(ctx context.Context, batch []*pending) {
 		return
 	}
 	left = left[:0:0]
-	for _, p := range batch {
-		if r, ok := l.decided(p, &p0); conditional && ok {
-			finish(p, r)
-			continue
+	// The staged files of our batches answered before go now, beside the
+	// new ones' writes (each a durable round trip on a network file
+	// system, and independent).
+	done := l.answeredStaged
+	l.answeredStaged = nil
+	l.cfg.Parallel(1+min(len(done), 1), func(i int) {
+		if i == 1 {
+			l.removeStaged(done)
+			return
 		}
-		if p.key == "" {
-			p.key = fmt.Sprintf("b:%016x", p.origin)
-		}
-		s := &staged{created: l.cfg.Now().UnixMilli(), expected: p.expected, hash: p.hash,
-			origin: p.origin, key: p.key, recs: p.recs, size: p.size}
-		if err := l.writeStaged(s); err != nil {
-			finish(p, result{err: fmt.Errorf("%w: lease held, and staging the batch failed: %w", ErrUnavailable, err)})
-			continue
-		}
-		p.staged = s
-		left = append(left, p)
+		left = l.stage(batch, conditional, &p0, finish, left)
+	})
+	// The writer that led the last round it knows of (it released the
+	// lease with its files open: warm) tries the lease at once. The
+	// writers that round answered come back together, it first (it
+	// learnt of the commit first), and it continues the active segment
+	// without reading it back.
+	if len(left) > 0 && l.warm && l.leadWaiting(ctx, left, finish) {
+		return
 	}
 	interval := pollMin
 	version := p0.Version // 0 unless read: the first poll reads the window
@@ -232,14 +235,15 @@ func (l *Log) waitTurn(ctx context.Context, batch []*pending) {
 			// A commit (or an acquire): read what it added. An item that
 			// has not moved has nothing new for the window.
 			version, interval, moved = cur.Version, pollMin, true
+			l.sawVersion(version)
 			err = l.win.refresh(l.cfg.FS, l.cfg.Dir, &cur, now, l.cfg.IdempotencyWindow)
 		}
 		if err == nil {
 			rest := left[:0:0]
 			for _, p := range left {
 				if r, ok := l.decided(p, &cur); moved && ok {
-					finish(p, r) // answered first: the remove is off its path
-					l.removeStaged([]string{p.staged.name})
+					finish(p, r)
+					l.answeredStaged = append(l.answeredStaged, p.staged.name)
 				} else {
 					rest = append(rest, p)
 				}
@@ -262,6 +266,30 @@ func (l *Log) waitTurn(ctx context.Context, batch []*pending) {
 	}
 }
 
+// stage writes each batch of batch to the write buffer, unless the state
+// p0 read for conditional ones decides it, and appends those staged to
+// left.
+func (l *Log) stage(batch []*pending, conditional bool, p0 *meta.Partition, finish func(*pending, result), left []*pending) []*pending {
+	for _, p := range batch {
+		if r, ok := l.decided(p, p0); conditional && ok {
+			finish(p, r)
+			continue
+		}
+		if p.key == "" {
+			p.key = fmt.Sprintf("b:%016x", p.origin)
+		}
+		s := &staged{created: l.cfg.Now().UnixMilli(), expected: p.expected, hash: p.hash,
+			origin: p.origin, key: p.key, recs: p.recs, size: p.size}
+		if err := l.writeStaged(s); err != nil {
+			finish(p, result{err: fmt.Errorf("%w: lease held, and staging the batch failed: %w", ErrUnavailable, err)})
+			continue
+		}
+		p.staged = s
+		left = append(left, p)
+	}
+	return left
+}
+
 // leadWaiting has waiting batches lead a round themselves (ours first,
 // then whatever else is staged), and answers them; false if the lease was
 // taken meanwhile (they go on waiting).
@@ -280,6 +308,14 @@ func (l *Log) leadWaiting(ctx context.Context, left []*pending, finish func(*pen
 			finish(p, result{err: err})
 		default:
 			finish(p, result{app: apps[i]})
+		}
+	}
+	if err == nil {
+		// Removed with the next batch's staging, off the answer's path.
+		// (A round that failed leaves them: a leader may take them
+		// still, which is why their outcome is unknown.)
+		for _, p := range left {
+			l.answeredStaged = append(l.answeredStaged, p.staged.name)
 		}
 	}
 	l.chainRounds(ctx)
@@ -331,11 +367,12 @@ func (l *Log) waitCheckpoint(left []*pending, version *uint64, last *ckptStamp, 
 		return left, false, true
 	}
 	*version = v.version
+	l.sawVersion(v.version)
 	rest := left[:0:0]
 	for _, p := range left {
 		if r, ok := l.decided(p, &cur); ok {
-			finish(p, r) // answered first: the remove is off its path
-			l.removeStaged([]string{p.staged.name})
+			finish(p, r)
+			l.answeredStaged = append(l.answeredStaged, p.staged.name)
 		} else {
 			rest = append(rest, p)
 		}
@@ -349,6 +386,16 @@ func (l *Log) waitCheckpoint(left []*pending, version *uint64, last *ckptStamp, 
 		return rest, l.oldestStaged(rest), false
 	}
 	return rest, false, false
+}
+
+// sawVersion notes that a commit of version v applied: files kept open
+// from an earlier release are no longer the committed state (ensureWriter
+// closes them at the next acquire), and this Log is no longer the one to
+// try the lease first (waitTurn).
+func (l *Log) sawVersion(v uint64) {
+	if l.warm && v > l.warmVersion {
+		l.warm = false
+	}
 }
 
 // waitedOut answers ErrWaitedOut for the batches whose deadline has passed
@@ -384,15 +431,16 @@ func (l *Log) decided(p *pending, cur *meta.Partition) (result, bool) {
 
 // collectStaged reads the write buffer for a round: the staged batches to
 // append after ours (oldest first, while the round stays under
-// MaxFlushBytes), and the files to remove after the commit: those whose key
-// the window has (committed already) and those too old for any waiter to be
-// waiting (their waiter answered ErrUnavailable). seen holds the keys the
-// round writes; next and total advance with each batch taken.
-func (l *Log) collectStaged(now time.Time, seen map[string]bool, next *int64, total *int) (take []*staged, remove []string) {
+// MaxFlushBytes); the files to remove after the commit, those too old for
+// any waiter to be waiting (their waiter answered ErrUnavailable); and the
+// files whose key the window has (committed already), which their waiters
+// remove once answered: the leader's time is the partition's. seen holds
+// the keys the round writes; next and total advance with each batch taken.
+func (l *Log) collectStaged(now time.Time, seen map[string]bool, next *int64, total *int) (take []*staged, remove, done []string) {
 	names, err := l.listStaged()
 	if err != nil {
 		l.cfg.Logger.Warn("list write buffer", "topic", l.cfg.Key.Topic, "partition", l.cfg.Key.Partition, "err", err)
-		return nil, nil
+		return nil, nil, nil
 	}
 	tooOld := now.Add(-2 * l.cfg.BusyWait).UnixMilli()
 	// A round that collects for too long risks its lease: stop after a
@@ -401,8 +449,17 @@ func (l *Log) collectStaged(now time.Time, seen map[string]bool, next *int64, to
 	// The first few are read at once (each read is a round trip or two on
 	// a network file system, and they are independent); the loop decides
 	// in order, as if it had read each in turn.
+	// Files this Log knows are committed (it took them, or found their
+	// keys committed, in an earlier round) are their waiters' to remove:
+	// not read again. The set keeps only names still listed.
+	known := l.committedStaged
+	l.committedStaged = make(map[string]bool, len(known))
 	var ahead []string
 	for _, name := range names {
+		if known[name] {
+			l.committedStaged[name] = true
+			continue
+		}
 		if created, _ := parseStageName(name); created >= tooOld && len(ahead) < readAhead {
 			ahead = append(ahead, name)
 		}
@@ -424,6 +481,10 @@ func (l *Log) collectStaged(now time.Time, seen map[string]bool, next *int64, to
 			remove = append(remove, name)
 			continue
 		}
+		if known[name] {
+			done = append(done, name)
+			continue
+		}
 		if *total >= l.cfg.MaxFlushBytes {
 			break
 		}
@@ -441,7 +502,8 @@ func (l *Log) collectStaged(now time.Time, seen map[string]bool, next *int64, to
 			continue
 		}
 		if _, ok := l.win.lookup(s.key); ok {
-			remove = append(remove, name)
+			done = append(done, name)
+			l.committedStaged[name] = true
 			continue
 		}
 		if s.expected >= 0 && s.expected != *next {
@@ -455,7 +517,7 @@ func (l *Log) collectStaged(now time.Time, seen map[string]bool, next *int64, to
 		*next += int64(len(s.recs))
 		*total += s.size
 	}
-	return take, remove
+	return take, remove, done
 }
 
 // readAhead is how many staged batches a round reads at once.
@@ -478,7 +540,15 @@ func (l *Log) othersWaiting() bool {
 		return false
 	}
 	names, err := l.listStaged()
-	return err == nil && len(names) > 0
+	if err != nil {
+		return false
+	}
+	for _, n := range names {
+		if !l.committedStaged[n] { // not one answered before, left to its waiter
+			return true
+		}
+	}
+	return false
 }
 
 // Committed reports whether b's key was committed: its answer (the earlier
@@ -508,17 +578,19 @@ func (l *Log) Committed(ctx context.Context, b Batch) (Appended, bool, error) {
 
 // moreStaged reports whether the write buffer holds batches a round has not
 // seen: staged after its listing (taken and removed ones are the round's).
-func (l *Log) moreStaged(taken []*staged, removed []string) bool {
+func (l *Log) moreStaged(r *round) bool {
 	names, err := l.listStaged()
 	if err != nil {
 		return false
 	}
-	known := make(map[string]bool, len(taken)+len(removed))
-	for _, s := range taken {
+	known := make(map[string]bool, len(r.others)+len(r.remove)+len(r.done)+len(r.mine))
+	for _, s := range r.others {
 		known[s.name] = true
 	}
-	for _, n := range removed {
-		known[n] = true
+	for _, list := range [][]string{r.remove, r.done, r.mine} {
+		for _, n := range list {
+			known[n] = true
+		}
 	}
 	for _, n := range names {
 		if !known[n] {

@@ -365,14 +365,22 @@ type Log struct {
 	// winStale: the lease was acquired since the window was last read
 	// (while we hold it, our own commits are all there is).
 	winStale    bool
-	lastSealed  *segment.ID     // the segment sealed (or dropped empty) by this acquire
-	acquiredAt  time.Time       // when the lease was acquired
-	ckptMissing bool            // the checkpoint file may not exist (ensureCheckpoint)
-	again       bool            // the last commit kept the lease for another round (chainRounds)
-	contended   time.Time       // until then, look at the lease before acquiring it
-	waiting     bool            // in waitTurn: our batches are staged
-	chained     int             // rounds run for staged batches since the lease was acquired
-	inUse       map[string]bool // keys of batches being appended here, under qmu
+	lastSealed  *segment.ID // the segment sealed (or dropped empty) by this acquire
+	acquiredAt  time.Time   // when the lease was acquired
+	ckptMissing bool        // the checkpoint file may not exist (ensureCheckpoint)
+	again       bool        // the last commit kept the lease for another round (chainRounds)
+	contended   time.Time   // until then, look at the lease before acquiring it
+	// answeredStaged are the staged files of this Log's batches answered
+	// since its last staging: removed with the next (waitTurn), at
+	// Release, or by a leader once they are too old.
+	answeredStaged []string
+	// committedStaged are staged files whose batches this Log knows are
+	// committed, as of its last listing (collectStaged): neither read
+	// again nor counted as waiting.
+	committedStaged map[string]bool
+	waiting         bool            // in waitTurn: our batches are staged
+	chained         int             // rounds run for staged batches since the lease was acquired
+	inUse           map[string]bool // keys of batches being appended here, under qmu
 	// warm: without HoldLease, the writer (w, bw) is kept open after the
 	// commit that released the lease, at item version warmVersion with
 	// active segment warmActive. The next acquire continues it without
@@ -898,6 +906,8 @@ func (l *Log) Close(ctx context.Context) error {
 func (l *Log) Release(ctx context.Context) (bool, error) {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
+	l.removeStaged(l.answeredStaged)
+	l.answeredStaged = nil
 	if !l.holding && !l.warm {
 		return false, nil
 	}

@@ -37,7 +37,9 @@ type round struct {
 	ts     int64 // the batch timestamp (append time)
 	own    []*pending
 	others []*staged
-	remove []string // staged files to remove after the commit
+	remove []string // others' staged files to remove after the commit
+	done   []string // others' staged files committed before: their waiters'
+	mine   []string // our own staged files
 	total  int      // bytes of the records written
 
 	recs         []segment.Record
@@ -135,14 +137,15 @@ func (l *Log) decide(r *round, batch []*pending) {
 		r.total += p.size
 	}
 	if !l.parked {
-		r.others, r.remove = l.collectStaged(r.now, seen, &next, &r.total)
+		r.others, r.remove, r.done = l.collectStaged(r.now, seen, &next, &r.total)
 	}
 	if len(r.others) > 0 {
 		l.sawOther()
+		l.contended = r.now.Add(contendedFor)
 	}
 	for _, p := range batch {
 		if p.staged != nil {
-			r.remove = append(r.remove, p.staged.name)
+			r.mine = append(r.mine, p.staged.name)
 		}
 	}
 	r.apps = make([]Appended, len(batch))
@@ -293,7 +296,7 @@ func (l *Log) renewIfDue(ctx context.Context, r *round) error {
 func (l *Log) commit(ctx context.Context, r *round) error {
 	st := r.st
 	release := !l.cfg.HoldLease || l.othersWaiting()
-	if !l.cfg.HoldLease && len(r.others) > 0 && l.chained < maxChain && l.cfg.Now().Sub(l.acquiredAt) < l.cfg.LeaseTTL/10 && l.moreStaged(r.others, r.remove) {
+	if !l.cfg.HoldLease && len(r.others) > 0 && l.chained < maxChain && l.cfg.Now().Sub(l.acquiredAt) < l.cfg.LeaseTTL/10 && l.moreStaged(r) {
 		// Lambda mode, a round that took staged batches (others are
 		// writing), with more staged since the listing: keep the lease
 		// for one more round (chainRounds) rather than release it to a
@@ -353,9 +356,14 @@ func (l *Log) commit(ctx context.Context, r *round) error {
 	if l.cfg.Checkpoint {
 		l.writeCheckpoint(&st, committedAt, wasParked, park)
 	}
-	// The staged files taken are their waiters' to remove, once they
-	// have read their answer: the leader's time is the partition's.
+	// Only files too old for any waiter go here. The ones taken, and the
+	// ones committed before, are their waiters' to remove once they have
+	// their answer: the leader's time is the partition's. This Log will
+	// not read them again (committedStaged).
 	l.removeStaged(r.remove)
+	for _, s := range r.others {
+		l.committedStaged[s.name] = true
+	}
 	if l.sealed && l.cfg.OnRoll != nil {
 		l.cfg.OnRoll(l.cfg.Key)
 	}

@@ -11,10 +11,17 @@ import (
 	"github.com/tierlog/tierlog/pkg/meta"
 )
 
-// countingStore counts the metadata writes (acquires and commits).
+// countingStore counts the metadata writes (acquires and commits) and
+// reads of the partition item.
 type countingStore struct {
 	meta.Store
 	writes atomic.Int64
+	reads  atomic.Int64
+}
+
+func (s *countingStore) Partition(ctx context.Context, k meta.PartitionKey) (meta.Partition, error) {
+	s.reads.Add(1)
+	return s.Store.Partition(ctx, k)
 }
 
 func (s *countingStore) Acquire(ctx context.Context, k meta.PartitionKey, owner string, now time.Time, ttl time.Duration) (meta.Acquired, error) {
@@ -104,14 +111,21 @@ func TestBusyPartitionWaitsAndIsGroupCommitted(t *testing.T) {
 			t.Fatalf("offset %d holds %q, want the waiter's record %d", i, recs[i].Value, i-4)
 		}
 	}
-	// The holder released at that commit (another writer was waiting), and
-	// the waiter removed its staged file once it had its answer.
+	// The holder released at that commit (another writer was waiting). The
+	// waiter's staged file stays until its next staging or its Release,
+	// off the answer's path, and no longer.
 	p, _ := e.store.Partition(ctx, e.key)
 	if p.Owner != "" {
 		t.Fatalf("lease still held by %q after a commit that others waited for", p.Owner)
 	}
+	if names, _ := waiter.listStaged(); len(names) != 1 {
+		t.Fatalf("staged files after the answer: %v, want the waiter's", names)
+	}
+	if _, err := waiter.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if names, _ := waiter.listStaged(); len(names) != 0 {
-		t.Fatalf("staged files left: %v", names)
+		t.Fatalf("staged files left after the waiter's Release: %v", names)
 	}
 }
 
@@ -249,4 +263,75 @@ func TestConditionalOnDeletedIncarnation(t *testing.T) {
 	if !errors.Is(err, ErrDeleted) {
 		t.Fatalf("conditional append on a fenced partition: %v, want ErrDeleted", err)
 	}
+}
+
+// A contended writer stages its batch first. The one that led the last
+// round it knows of (warm: it released the lease with its files open) then
+// tries the lease at once, without a look at the item, and continues the
+// segment. One that has seen another writer's commit since is warm no
+// longer: it waits its turn.
+func TestWarmWriterLeadsAtOnce(t *testing.T) {
+	e := newEnv(t)
+	cs := &countingStore{Store: e.store}
+	e.store = cs
+	ctx := context.Background()
+	var sleeps atomic.Int64
+	looked := make(chan struct{}, 1) // a waiter's second sleep: after its first look at the item
+	a := e.openWith("a", false, func(c *Config) {
+		c.Sleep = func(ctx context.Context, d time.Duration) error {
+			if sleeps.Add(1) == 2 {
+				looked <- struct{}{}
+			}
+			return sleep(ctx, time.Millisecond)
+		}
+	})
+	if _, err := a.Append(ctx, batch("a0", 2)); err != nil {
+		t.Fatal(err)
+	}
+	a.contended = e.clock.now().Add(time.Minute) // it met other writers a moment ago
+	reads, writes := cs.reads.Load(), cs.writes.Load()
+	app, err := a.Append(ctx, batch("a1", 1))
+	if err != nil || app.BaseOffset != 2 {
+		t.Fatalf("the warm writer's batch: %+v, %v; want offset 2", app, err)
+	}
+	if r, w := cs.reads.Load()-reads, cs.writes.Load()-writes; r != 0 || w != 2 {
+		t.Fatalf("the warm writer's turn: %d item reads, %d writes; want none and an acquire and a commit", r, w)
+	}
+	if names, _ := a.listStaged(); len(names) != 1 {
+		t.Fatalf("staged files: %v, want its own (removed with its next staging)", names)
+	}
+
+	// Another writer holds the lease; a stages, fails to take it at once,
+	// and waits. Its look at the item shows a newer version.
+	h := e.open("h", true)
+	if _, err := h.Append(ctx, batch("h0", 1)); err != nil {
+		t.Fatal(err)
+	}
+	a.contended = e.clock.now().Add(time.Minute)
+	done := make(chan error, 1)
+	go func() {
+		app, err := a.Append(ctx, batch("a2", 1))
+		if err == nil && app.BaseOffset != 5 {
+			err = fmt.Errorf("at offset %d, want 5", app.BaseOffset)
+		}
+		done <- err
+	}()
+	select {
+	case <-looked:
+	case err := <-done:
+		t.Fatalf("a's batch answered before it looked at the item: %v", err)
+	}
+	if names, _ := a.listStaged(); len(names) != 1 {
+		t.Fatalf("staged files while a waits: %v, want a2's only (a1's removed with its staging)", names)
+	}
+	if _, err := h.Append(ctx, batch("h1", 1)); err != nil { // takes a2 and releases
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the waiter: %v", err)
+	}
+	if a.warm {
+		t.Fatal("a still warm after it saw another writer's commit: its next contended turn would race the leader for the lease")
+	}
+	checkAcks(t, readAll(t, a), nil)
 }
