@@ -100,7 +100,7 @@ off, so none should come; any that does is reported).`,
 	}
 	f := c.Flags()
 	f.IntSliceVar(&o.Writers, "writers", []int{1, 2, 4, 8, 16}, "numbers of writer processes, one cell each")
-	f.StringSliceVar(&delays, "delay", []string{"0", "5ms"}, "DynamoDB latency the proxy adds to every request, one table each")
+	f.StringSliceVar(&delays, "delay", []string{"0", "5ms"}, "DynamoDB latency: every request takes at least this long (the proxy waits what is left once dynalite answered), one table each")
 	f.DurationVar(&o.Duration, "duration", 5*time.Second, "how long each cell's clients send")
 	f.IntVar(&o.Records, "records", 10, "records per produce request")
 	f.IntVar(&o.RecordBytes, "record-bytes", 100, "bytes per record value")
@@ -118,7 +118,9 @@ func newBenchCloudCmd() *cobra.Command {
 		Long: `Measure produce, tiering and reading with the latencies of the cloud
 charged: every hot-tier file-system call of the servers waits the latency of
 its NFS round trip under --profile (tierlog serve --hot-fs-latency), every
-DynamoDB request --delay (the proxy of 'tierlog bench contention'), and the
+DynamoDB request at least --delay (the proxy of 'tierlog bench contention':
+dynalite's own time counts in it, as the local disk's does in the
+profile's), and the
 client waits --overhead before each request (API Gateway and a warm Lambda).
 
 Cells (--cells, WRITERSxPARTITIONS): that many 'tierlog serve --backend aws'
@@ -154,7 +156,7 @@ Needs dynalite: run 'make test-deps' first.`,
 	o.Profile, _ = segment.ParseLatencyProfile("efs-regional")
 	f.Var(latencyFlag{&o.Profile}, "profile", "hot-tier latency profile: "+strings.Join(segment.LatencyProfileNames(), ", "))
 	f.DurationVar(&o.Overhead, "overhead", 10*time.Millisecond, "waited by the client before each request: API Gateway plus a warm Lambda")
-	f.DurationVar(&o.Delay, "delay", 5*time.Millisecond, "DynamoDB latency the proxy adds to every request")
+	f.DurationVar(&o.Delay, "delay", 5*time.Millisecond, "DynamoDB latency: every request takes at least this long (the proxy waits what is left once dynalite answered)")
 	f.StringVar(&cells, "cells", "1x1,2x1,8x1,16x1,8x8", "cells, WRITERSxPARTITIONS, comma-separated")
 	f.DurationVar(&o.Duration, "duration", 4*time.Second, "how long each cell's clients send")
 	f.IntVar(&o.Records, "records", 10, "records per produce request")

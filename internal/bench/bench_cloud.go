@@ -292,7 +292,7 @@ func runTierStep(ctx context.Context, o CloudOpts, cl *cluster, s3c *s3Counter) 
 	if err != nil {
 		return nil, err
 	}
-	calls0, _ := e.proxy.snapshot()
+	calls0, _, _ := e.proxy.snapshot()
 	s30 := s3c.snapshot()
 	t0 := time.Now()
 	st, err := comp.Run(ctx)
@@ -301,7 +301,7 @@ func runTierStep(ctx context.Context, o CloudOpts, cl *cluster, s3c *s3Counter) 
 		return nil, fmt.Errorf("compactor pass: %w", err)
 	}
 	t.Segments, t.BytesFinalized = st.Finalized, st.BytesUploaded
-	calls1, _ := e.proxy.snapshot()
+	calls1, _, _ := e.proxy.snapshot()
 	t.DDB = map[string]int64{}
 	for op, v := range calls1 {
 		if d := v - calls0[op]; d != 0 {
@@ -798,7 +798,7 @@ func fmtDurs(ds []time.Duration) string {
 
 var cloudHeader = []string{"writers x partitions", "ok req/s per partition", "p50", "p99", "503 share",
 	"hot FS ops/ok", "durable EFS round trips/ok", "read EFS round trips/ok", "EFS latency/ok, charged (taken)",
-	"DDB writes/ok", "DDB reads/ok", "first produce, cold process", "$ per M produces", "$ per GB"}
+	"DDB writes/ok", "DDB reads/ok", "DDB latency/request, charged (taken)", "first produce, cold process", "$ per M produces", "$ per GB"}
 
 func (r *cloudResult) row(c *contentionCell) []string {
 	perM, perGB := r.money(c)
@@ -809,7 +809,17 @@ func (r *cloudResult) row(c *contentionCell) []string {
 	return []string{fmt.Sprintf("%d x %d", c.Writers, c.Partitions),
 		fmt.Sprintf("%.1f", c.okPerSec()/float64(c.Partitions)), fmtLat(c.P50), fmtLat(c.P99), c.share503(),
 		c.perOK(c.FSOps), c.perOK(c.RoundTrips["durable"]), c.perOK(c.RoundTrips["read"]), charged,
-		c.perOK(c.DDBWrites), c.perOK(c.DDBReads), fmtDurs(c.FirstProduce), fmtMoney(perM), fmtMoney(perGB)}
+		c.perOK(c.DDBWrites), c.perOK(c.DDBReads), c.ddbLatency(), fmtDurs(c.FirstProduce), fmtMoney(perM), fmtMoney(perGB)}
+}
+
+// ddbLatency is the delay and what the cell's DynamoDB requests took on
+// average, the delay included.
+func (c *contentionCell) ddbLatency() string {
+	n := c.DDBWrites + c.DDBReads + c.DDBOther
+	if n == 0 {
+		return "-"
+	}
+	return fmtLat(c.Delay) + " (" + fmtLat(c.DDBTaken/time.Duration(n)) + ")"
 }
 
 // sortedOps renders m per n, largest first ("open 10.00, read 9.96").

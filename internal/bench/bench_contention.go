@@ -86,6 +86,8 @@ type contentionCell struct {
 	RoundTrips     map[string]int64
 	Charged, Taken time.Duration
 	S3Calls        int64 // requests that reached the S3 endpoint (want 0)
+	// DDBTaken is the time the DynamoDB requests took, the delay included.
+	DDBTaken time.Duration
 }
 
 func (c *contentionCell) okPerSec() float64 { return float64(c.OK) / c.Elapsed.Seconds() }
@@ -257,11 +259,15 @@ var ddbWriteOps = map[string]bool{"PutItem": true, "UpdateItem": true, "DeleteIt
 // ddbReadOps consume read capacity.
 var ddbReadOps = map[string]bool{"GetItem": true, "Query": true, "Scan": true, "BatchGetItem": true, "TransactGetItems": true}
 
-// ddbProxy forwards to DynamoDB after sleeping the delay, and counts
-// requests by X-Amz-Target operation, and the ones not answered 200.
+// ddbProxy forwards to DynamoDB and makes each request take at least the
+// delay: it waits what is left of it once DynamoDB answered, so the
+// emulator's own time is not added to the network's (as the hot tier's
+// latency profiles charge). It counts requests by X-Amz-Target operation,
+// the ones not answered 200, and the time they took.
 type ddbProxy struct {
 	rp    *httputil.ReverseProxy
 	delay atomic.Int64 // time.Duration
+	taken atomic.Int64 // time.Duration, of all requests
 
 	mu     sync.Mutex
 	calls  map[string]int64
@@ -271,9 +277,26 @@ type ddbProxy struct {
 func newDDBProxy(target *url.URL) *ddbProxy {
 	p := &ddbProxy{calls: map[string]int64{}, failed: map[string]int64{}}
 	p.rp = httputil.NewSingleHostReverseProxy(target)
-	p.rp.Transport = &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256, IdleConnTimeout: time.Minute}
+	p.rp.Transport = floorTransport{p: p, base: &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256, IdleConnTimeout: time.Minute}}
 	p.rp.ErrorLog = nil
 	return p
+}
+
+// floorTransport is the proxy's way upstream: a request answered sooner
+// than the delay waits the rest before its answer goes back.
+type floorTransport struct {
+	p    *ddbProxy
+	base http.RoundTripper
+}
+
+func (t floorTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	start := time.Now()
+	resp, err := t.base.RoundTrip(r)
+	if d := time.Duration(t.p.delay.Load()) - time.Since(start); d > 0 {
+		time.Sleep(d)
+	}
+	t.p.taken.Add(int64(time.Since(start)))
+	return resp, err
 }
 
 type statusRecorder struct {
@@ -303,9 +326,6 @@ func (p *ddbProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if op == "" {
 		op = "unknown"
 	}
-	if d := time.Duration(p.delay.Load()); d > 0 {
-		time.Sleep(d)
-	}
 	rec := &statusRecorder{ResponseWriter: w}
 	p.rp.ServeHTTP(rec, r)
 	p.mu.Lock()
@@ -316,10 +336,10 @@ func (p *ddbProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mu.Unlock()
 }
 
-func (p *ddbProxy) snapshot() (calls, failed map[string]int64) {
+func (p *ddbProxy) snapshot() (calls, failed map[string]int64, taken time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return maps.Clone(p.calls), maps.Clone(p.failed)
+	return maps.Clone(p.calls), maps.Clone(p.failed), time.Duration(p.taken.Load())
 }
 
 // serveLoopback serves h on a free 127.0.0.1 port until the returned
@@ -597,7 +617,7 @@ func runContentionCell(ctx context.Context, o ContentionOpts, e cellEnv, spec Ce
 		c.FirstProduce = append(c.FirstProduce, time.Since(t0))
 	}
 
-	calls0, failed0 := e.proxy.snapshot()
+	calls0, failed0, taken0 := e.proxy.snapshot()
 	sc0, err := scrapeCounts(ctx, hc, urls)
 	if err != nil {
 		return nil, err
@@ -643,7 +663,8 @@ func runContentionCell(ctx context.Context, o ContentionOpts, e cellEnv, spec Ce
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	calls1, failed1 := e.proxy.snapshot()
+	calls1, failed1, taken1 := e.proxy.snapshot()
+	c.DDBTaken = taken1 - taken0
 	sc1, err := scrapeCounts(ctx, hc, urls)
 	if err != nil {
 		return nil, err
