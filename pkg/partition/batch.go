@@ -351,19 +351,11 @@ const ckptPoll = 5 * time.Millisecond
 // A freed lease that another waiter's batch is older than is theirs to
 // take: the next commit shows.
 func (l *Log) waitCheckpoint(left []*pending, version *uint64, last *ckptStamp, finish func(*pending, result)) (_ []*pending, lead, lookItem bool) {
-	st, ok := l.checkpointStamp()
+	v, changed, ok := l.checkpointIfChanged(last)
 	if !ok {
 		return left, false, true
 	}
-	if st == *last {
-		return left, false, false
-	}
-	*last = st
-	v, ok := l.readCheckpoint(false)
-	if !ok {
-		return left, false, true
-	}
-	if v.version <= *version {
+	if !changed || v.version <= *version {
 		return left, false, false
 	}
 	cur := v.partition(l.cfg.Key)

@@ -172,9 +172,12 @@ func decodeCheckpoint(b []byte) (version uint64, v *view, ok bool) {
 // into its slot; best effort (readers fall back to the item).
 func (l *Log) writeCheckpoint(p *meta.Partition, committedAt time.Time, alone, keep bool) {
 	if alone && l.ckptF != nil {
-		// A parked round's commit applied, so nobody committed since this
-		// Log's last commit: no slot is newer than the one it writes, and
-		// the file it kept open is the one to write (park.go).
+		// A parked or warm round's commit applied, so nobody committed
+		// between this Log's last commit and this one: no slot is newer
+		// than the one it writes, unless another writer committed since
+		// and wrote first (its slot is another one, unless the versions
+		// went round the slots meanwhile: see above), and the file it
+		// kept open is the one to write (park.go).
 		l.putCheckpoint(l.ckptF, p, nil, committedAt, keep)
 		if !keep {
 			l.ckptF.Close()
@@ -206,7 +209,7 @@ func (l *Log) writeCheckpoint(p *meta.Partition, committedAt time.Time, alone, k
 	}
 	l.putCheckpoint(f, p, cur, committedAt, keep)
 	if keep {
-		l.ckptF = f // parked: the next rounds write it without a look
+		l.ckptF = f // parked or warm: the next such rounds write it without a look
 		return
 	}
 	f.Close()
@@ -309,23 +312,42 @@ func (l *Log) readCheckpoint(reuse bool) (*view, bool) {
 	return best, true
 }
 
-// ckptStamp is what the checkpoint's attributes say of its contents.
-type ckptStamp struct {
-	mtime int64 // unix nanoseconds
-	size  int64
-}
-
-// checkpointStamp opens the checkpoint and returns its attributes: one
-// round trip on NFS, no data read.
-func (l *Log) checkpointStamp() (ckptStamp, bool) {
+// checkpointIfChanged is a waiter's look at the checkpoint: one open, which
+// revalidates its attributes (one round trip on NFS, no data), and, when
+// they differ from *last, a read of it through the same file (*last takes
+// them). ok is false when the file cannot be opened or read whole.
+func (l *Log) checkpointIfChanged(last *ckptStamp) (v *view, changed, ok bool) {
 	f, err := l.cfg.FS.OpenFile(filepath.Join(l.cfg.Dir, ckptName), os.O_RDONLY, 0)
 	if err != nil {
-		return ckptStamp{}, false
+		return nil, false, false
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return ckptStamp{}, false
+		return nil, false, false
 	}
-	return ckptStamp{fi.ModTime().UnixNano(), fi.Size()}, true
+	st := ckptStamp{fi.ModTime().UnixNano(), fi.Size()}
+	if st == *last {
+		return nil, false, true
+	}
+	*last = st
+	buf := make([]byte, ckptSlots*ckptSlotSize)
+	n, err := f.ReadAt(buf, 0)
+	if err != nil && n == 0 {
+		return nil, false, false
+	}
+	_, best := newestSlot(buf[:n])
+	if best == nil {
+		return nil, false, false
+	}
+	l.ckpt.Lock()
+	l.ckpt.v, l.ckpt.at = best, l.cfg.Now()
+	l.ckpt.Unlock()
+	return best, true, true
+}
+
+// ckptStamp is what the checkpoint's attributes say of its contents.
+type ckptStamp struct {
+	mtime int64 // unix nanoseconds
+	size  int64
 }

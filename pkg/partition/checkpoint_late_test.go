@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -83,6 +84,11 @@ func lateCheckpoint(t *testing.T, others int, pause time.Duration) (*env, *Log, 
 	w1 := e.openWith("w1", false, func(c *Config) { c.Checkpoint = true; c.FS = hook })
 	w2 := e.openWith("w2", false, func(c *Config) { c.Checkpoint = true })
 	if _, err := w1.Append(ctx, batch("a", 2)); err != nil { // creates the file
+		t.Fatal(err)
+	}
+	// Another commit between w1's, so that w1's next round is not warm: a
+	// warm round writes through the file it kept open, without a look.
+	if _, err := w2.Append(ctx, batch("a2", 1)); err != nil {
 		t.Fatal(err)
 	}
 	hook.mu.Lock()
@@ -216,4 +222,56 @@ func TestCheckpointLagReadsItemBeforeOutOfRange(t *testing.T) {
 			t.Errorf("poll %d: hw %d < committed 4", i, b.HighWatermark)
 		}
 	}
+}
+
+// ckptOpenFS counts the opens of the checkpoint for writing.
+type ckptOpenFS struct {
+	segment.OSFS
+	writes atomic.Int64
+}
+
+func (f *ckptOpenFS) OpenFile(name string, flag int, perm os.FileMode) (segment.File, error) {
+	if filepath.Base(name) == ckptName && flag&(os.O_RDWR|os.O_WRONLY) != 0 {
+		f.writes.Add(1)
+	}
+	return f.OSFS.OpenFile(name, flag, perm)
+}
+
+// A Lambda-mode writer that keeps its files open past its release (warm)
+// keeps the checkpoint's too: its next warm round writes its slot through
+// it, with no open and no look at the other slots; once another writer
+// has committed, it opens the file again.
+func TestWarmWriterKeepsItsCheckpointOpen(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	fsys := &ckptOpenFS{}
+	w := e.openWith("w", false, func(c *Config) { c.Checkpoint = true; c.FS = fsys })
+	other := e.openWith("other", false, func(c *Config) { c.Checkpoint = true })
+	reader := e.openWith("reader", false, func(c *Config) { c.Checkpoint = true })
+	check := func(opens int64) {
+		t.Helper()
+		if n := fsys.writes.Load(); n != opens {
+			t.Fatalf("%d opens of the checkpoint for writing, want %d", n, opens)
+		}
+		item, err := e.store.Partition(ctx, e.key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, ok := reader.readCheckpoint(false); !ok || v.version != item.Version || v.hw != item.NextOffset {
+			t.Fatalf("checkpoint %+v (ok %v), committed version %d, hw %d", v, ok, item.Version, item.NextOffset)
+		}
+	}
+	for i := range 3 {
+		if _, err := w.Append(ctx, batch(fmt.Sprint("w", i), 1)); err != nil {
+			t.Fatal(err)
+		}
+		check(2) // the first round's: it creates the file, then opens it to write, and keeps it
+	}
+	if _, err := other.Append(ctx, batch("o", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Append(ctx, batch("w3", 1)); err != nil {
+		t.Fatal(err)
+	}
+	check(3)
 }

@@ -396,7 +396,7 @@ type Log struct {
 	solo    int          // rounds in a row that did
 	otherAt time.Time    // when another writer was last seen
 	itemAt  time.Time    // when the item was last read (acquire, or a parked refresh)
-	ckptF   segment.File // the checkpoint, kept open while parked (nil otherwise)
+	ckptF   segment.File // the checkpoint, kept open while parked or warm (nil otherwise)
 	// stageMade: this Log made the write buffer's directory (or saw it).
 	stageMade bool
 

@@ -40,6 +40,7 @@ type round struct {
 	remove []string // others' staged files to remove after the commit
 	done   []string // others' staged files committed before: their waiters'
 	mine   []string // our own staged files
+	more   bool     // batches were staged after the listing (persist)
 	total  int      // bytes of the records written
 
 	recs         []segment.Record
@@ -230,17 +231,26 @@ func (l *Log) persist(ctx context.Context, r *round) error {
 			return fmt.Errorf("%w: append: %w", ErrUnavailable, err)
 		}
 		// The two fsyncs at once (independent files; each a durable round
-		// trip on a network file system): both before the commit.
+		// trip on a network file system): both before the commit. Beside
+		// them, the listing that decides whether the commit keeps the
+		// lease for another round (mayChain).
 		var errs [2]error
-		l.cfg.Parallel(1+min(len(r.entBytes), 1), func(i int) {
-			if i == 0 {
-				if err := l.w.Sync(); err != nil {
-					errs[0] = fmt.Errorf("%w: %w", ErrUnavailable, err)
-				}
-			} else if err := l.bw.f.Sync(); err != nil {
-				errs[1] = fmt.Errorf("%w: sync batch keys: %w", ErrUnavailable, err)
+		tasks := []func(){func() {
+			if err := l.w.Sync(); err != nil {
+				errs[0] = fmt.Errorf("%w: %w", ErrUnavailable, err)
 			}
-		})
+		}}
+		if len(r.entBytes) > 0 {
+			tasks = append(tasks, func() {
+				if err := l.bw.f.Sync(); err != nil {
+					errs[1] = fmt.Errorf("%w: sync batch keys: %w", ErrUnavailable, err)
+				}
+			})
+		}
+		if l.mayChain(r) {
+			tasks = append(tasks, func() { r.more = l.moreStaged(r) })
+		}
+		l.cfg.Parallel(len(tasks), func(i int) { tasks[i]() })
 		return errors.Join(errs[0], errs[1])
 	})
 	if err != nil {
@@ -255,6 +265,14 @@ func (l *Log) persist(ctx context.Context, r *round) error {
 	r.st.Active = &act
 	r.st.LastTS = max(r.st.LastTS, r.maxTS) // the largest so far
 	return nil
+}
+
+// mayChain reports whether a commit may keep the lease for another round
+// (chainRounds): Lambda mode, a round that took staged batches (others are
+// writing), within the chain's bounds. It does if batches were staged
+// since the round's listing (r.more, listed while the round's fsyncs ran).
+func (l *Log) mayChain(r *round) bool {
+	return !l.cfg.HoldLease && len(r.others) > 0 && l.chained < maxChain && l.cfg.Now().Sub(l.acquiredAt) < l.cfg.LeaseTTL/10
 }
 
 // renewIfDue extends the lease between phases when less than half of it is
@@ -296,7 +314,7 @@ func (l *Log) renewIfDue(ctx context.Context, r *round) error {
 func (l *Log) commit(ctx context.Context, r *round) error {
 	st := r.st
 	release := !l.cfg.HoldLease || l.othersWaiting()
-	if !l.cfg.HoldLease && len(r.others) > 0 && l.chained < maxChain && l.cfg.Now().Sub(l.acquiredAt) < l.cfg.LeaseTTL/10 && l.moreStaged(r) {
+	if r.more && l.mayChain(r) {
 		// Lambda mode, a round that took staged batches (others are
 		// writing), with more staged since the listing: keep the lease
 		// for one more round (chainRounds) rather than release it to a
@@ -354,7 +372,11 @@ func (l *Log) commit(ctx context.Context, r *round) error {
 	l.lease = st
 	l.publish(&st)
 	if l.cfg.Checkpoint {
-		l.writeCheckpoint(&st, committedAt, wasParked, park)
+		// A parked or warm round (nobody committed between this Log's
+		// last commit and this one) writes through the file it kept
+		// open, without a look at the other slots; a writer that keeps
+		// its files open past this commit keeps the checkpoint's too.
+		l.writeCheckpoint(&st, committedAt, wasParked || l.alone, park || release && l.warm)
 	}
 	// Only files too old for any waiter go here. The ones taken, and the
 	// ones committed before, are their waiters' to remove once they have
