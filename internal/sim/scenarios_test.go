@@ -365,7 +365,7 @@ func checkpointLags(sc *Script) {
 	r := sc.Reader("r")
 	sc.Append(w, 2, 0)
 	sc.Read(r, 0)
-	sc.Read(r, 2) // at the end of the log: r looks at the item once
+	sc.Read(r, 2)                                  // at the end of the log: r looks at the item once
 	sc.AppendUntil(w, 2, 0, opWrite, "checkpoint") // before its slot's write (a warm writer keeps the file open)
 	sc.Crash(w)
 	hw := sc.HW(0)
