@@ -365,8 +365,10 @@ func checkpointLags(sc *Script) {
 	r := sc.Reader("r")
 	sc.Append(w, 2, 0)
 	sc.Read(r, 0)
-	sc.Read(r, 2)                                  // at the end of the log: r looks at the item once
-	sc.AppendUntil(w, 2, 0, opWrite, "checkpoint") // before its slot's write (a warm writer keeps the file open)
+	sc.Read(r, 2) // at the end of the log: r looks at the item once
+	// w stops before its slot's write (a warm writer keeps the file open:
+	// no open to stop at).
+	sc.AppendUntil(w, 2, 0, opWrite, "checkpoint")
 	sc.Crash(w)
 	hw := sc.HW(0)
 	sc.Told(0, 1, hw)
