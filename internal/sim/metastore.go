@@ -65,6 +65,8 @@ type MetaNet struct {
 	// partition read were of: which incarnation, at which step.
 	lastCommit map[*Actor]stepOf
 	lastRead   map[*Actor]stepOf
+	// itemReads counts each actor's reads of partition items (Script.ItemReads).
+	itemReads map[*Actor]int
 }
 
 type stepOf struct {
@@ -80,7 +82,7 @@ type commitKey struct {
 
 func newMetaNet(w *World, inner meta.Store, f MetaFaults) *MetaNet {
 	return &MetaNet{w: w, inner: inner, faults: f, applied: map[commitKey]int{}, dupNext: map[*Actor]bool{}, delayNext: map[*Actor]string{}, loseNext: map[*Actor]string{},
-		lastCommit: map[*Actor]stepOf{}, lastRead: map[*Actor]stepOf{}}
+		lastCommit: map[*Actor]stepOf{}, lastRead: map[*Actor]stepOf{}, itemReads: map[*Actor]int{}}
 }
 
 // Client returns the store as actor a sees it (nil: the checker, with no
@@ -268,6 +270,7 @@ func (c *MetaClient) Partition(ctx context.Context, k meta.PartitionKey) (meta.P
 		return meta.Partition{}, err
 	}
 	p, err := c.n.inner.Partition(bg, k)
+	c.n.itemReads[c.a]++
 	c.a.note("get item %d: %s", k.Partition, itemString(&p))
 	if c.a != nil && err == nil && !itemDeleted(&p) && p.Epoch > 0 {
 		c.n.lastRead[c.a] = stepOf{id: k.TopicID, step: c.n.w.s.step}

@@ -42,6 +42,7 @@ var scenarios = []scenario{
 	{name: "waiters-answered-from-checkpoint", run: waitersFromCheckpoint},
 	{name: "parked-lease-frozen-before-commit", run: parkedFrozenBeforeCommit},
 	{name: "parked-lease-zombie-after-others-wrote", run: parkedZombieAfterOthersWrote},
+	{name: "contended-writers-one-round", run: contendedOneRound},
 }
 
 func TestScenarios(t *testing.T) {
@@ -571,6 +572,52 @@ func waitersFromCheckpoint(sc *Script) {
 	}
 	if sc.Acked() != before+2 {
 		sc.Failf("the waiters were not both answered: %d acknowledged, want %d", sc.Acked(), before+2)
+	}
+	sc.Read(r, 0)
+	sc.Check()
+}
+
+// contendedOneRound: the writers one round answered come back together.
+// w1 led that round (for itself and w2): it is warm (it released the lease
+// with its files open, and has seen no newer commit since). w2 comes back
+// first; it met a held lease a moment ago, so it stages its batch and waits
+// rather than take the free lease for itself. w1 stages too and, warm,
+// takes the lease at once, without reading the item, and its round takes
+// w2's batch: both answered from one commit with the offsets it gave them
+// (I7).
+//
+// Fails when the warm writer looks at the item first ("w1 read the item 3
+// times before it led: not at once"), and when the contended writer takes
+// the free lease for itself ("w2 finished its command without reaching
+// sleep").
+func contendedOneRound(sc *Script) {
+	sc.Checkpoint()
+	h := sc.Writer("h", false)
+	w1 := sc.Writer("w1", false)
+	w2 := sc.Writer("w2", false)
+	r := sc.Reader("r")
+	sc.Append(h, 1, 0)
+	sc.AppendKeyedUntil(h, 1, 0, opWrite, ".log") // h holds the lease
+	sc.AppendKeyedUntil(w1, 2, 0, opSleep, "")    // w1 and w2 stage and wait
+	sc.AppendKeyedUntil(w2, 3, 0, opSleep, "")
+	sc.Next(w1, opSleep, "")
+	sc.Next(w2, opSleep, "")
+	sc.Continue(h)  // its batch; it releases
+	sc.Continue(w1) // leads for both from the checkpoint
+	sc.Continue(w2)
+	before := sc.Acked()
+	sc.AppendKeyedUntil(w2, 1, 0, opSleep, "") // contended: staged, waiting
+	reads, hw := sc.ItemReads(w1), sc.HW(0)
+	sc.AppendKeyed(w1, 1, 0)
+	if n := sc.ItemReads(w1) - reads; n != 0 {
+		sc.Failf("w1 read the item %d times before it led: not at once", n)
+	}
+	if n := sc.HW(0) - hw; n != 2 {
+		sc.Failf("w1's round appended %d records, want its own and w2's", n)
+	}
+	sc.Continue(w2)
+	if sc.Acked() != before+2 {
+		sc.Failf("%d acknowledged after the two came back, want 2", sc.Acked()-before)
 	}
 	sc.Read(r, 0)
 	sc.Check()

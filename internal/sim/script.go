@@ -307,6 +307,9 @@ func (sc *Script) ProduceRoutedUntil(b *Actor, op, suffix string) {
 func (sc *Script) SoloFor(d time.Duration) { sc.W.soloFor = d }
 
 // Now is the virtual time.
+// ItemReads is how many times a has read a partition item so far.
+func (sc *Script) ItemReads(a *Actor) int { return sc.W.net.itemReads[a] }
+
 func (sc *Script) Now() time.Duration { return sc.W.s.now }
 
 // Parked reports how many parked commits applied and were fenced so far.
