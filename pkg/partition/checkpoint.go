@@ -299,12 +299,7 @@ func (l *Log) readCheckpoint(reuse bool) (*view, bool) {
 		return nil, false
 	}
 	defer f.Close()
-	buf := make([]byte, ckptSlots*ckptSlotSize)
-	n, err := f.ReadAt(buf, 0)
-	if err != nil && n == 0 {
-		return nil, false
-	}
-	_, best := newestSlot(buf[:n])
+	best := readSlots(f)
 	if best == nil {
 		return nil, false
 	}
@@ -331,12 +326,7 @@ func (l *Log) checkpointIfChanged(last *ckptStamp) (v *view, changed, ok bool) {
 		return nil, false, true
 	}
 	*last = st
-	buf := make([]byte, ckptSlots*ckptSlotSize)
-	n, err := f.ReadAt(buf, 0)
-	if err != nil && n == 0 {
-		return nil, false, false
-	}
-	_, best := newestSlot(buf[:n])
+	best := readSlots(f)
 	if best == nil {
 		return nil, false, false
 	}
@@ -344,6 +334,18 @@ func (l *Log) checkpointIfChanged(last *ckptStamp) (v *view, changed, ok bool) {
 	l.ckpt.v, l.ckpt.at = best, l.cfg.Now()
 	l.ckpt.Unlock()
 	return best, true, true
+}
+
+// readSlots reads the checkpoint's slots from f and returns the newest
+// intact one, or nil.
+func readSlots(f segment.File) *view {
+	buf := make([]byte, ckptSlots*ckptSlotSize)
+	n, err := f.ReadAt(buf, 0)
+	if err != nil && n == 0 {
+		return nil
+	}
+	_, best := newestSlot(buf[:n])
+	return best
 }
 
 // ckptStamp is what the checkpoint's attributes say of its contents.
