@@ -107,10 +107,14 @@ func (h *chaosHook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	delete(h.inflight, id)
 	h.counts[mode]++
 	if mode != "error" && mode != "timeout" {
-		h.answered = append(h.answered, answered{at: time.Now(), keys: keys})
-		if len(h.answered) > 64 { // the last moments are enough
+		// The last 2 invocation timeouts are enough (kill); however many
+		// batches were answered in them (a count would drop some when the
+		// deliverers are fast).
+		now := time.Now()
+		for len(h.answered) > 0 && now.Sub(h.answered[0].at) >= 2*h.timeout {
 			h.answered = h.answered[1:]
 		}
+		h.answered = append(h.answered, answered{at: now, keys: keys})
 	}
 	// An answer that may not have reached the deliverer before a kill
 	// leaves its batch in flight.
