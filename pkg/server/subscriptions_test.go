@@ -75,8 +75,6 @@ func (h *chaosHook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.inflight[id] = append([]int64{int64(p)}, offs...)
 	n := h.rng.IntN(100)
 	failAt := h.rng.IntN(len(offs))
-	h.mu.Unlock()
-
 	risk := func(from int) {
 		for _, o := range offs[from:] {
 			h.atRisk[p][o] = true
@@ -94,7 +92,12 @@ func (h *chaosHook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		mode = "slow"
 	default:
 		mode = "timeout"
+		// Failed from now on: the deliverer gives up waiting and sends the
+		// batch again while this answer is still to come (maybe after the
+		// test has counted).
+		risk(0)
 	}
+	h.mu.Unlock()
 	switch mode {
 	case "slow":
 		time.Sleep(h.timeout / 4) // a slow target, within the invocation timeout
