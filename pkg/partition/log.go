@@ -369,7 +369,7 @@ type Log struct {
 	acquiredAt  time.Time   // when the lease was acquired
 	ckptMissing bool        // the checkpoint file may not exist (ensureCheckpoint)
 	again       bool        // the last commit kept the lease for another round (chainRounds)
-	contended   time.Time   // until then, look at the lease before acquiring it
+	contended   time.Time   // until then, stage first (ensureWriter)
 	// answeredStaged are the staged files of this Log's batches answered
 	// since its last staging: removed with the next (waitTurn), at
 	// Release, or by a leader once they are too old.
@@ -530,8 +530,8 @@ func (l *Log) flush(ctx context.Context, batch []*pending) {
 	l.chainRounds(ctx)
 }
 
-// contendedFor is how long a Log that found the lease held looks before it
-// tries to acquire.
+// contendedFor is how long a Log that found the lease held, or led a round
+// that took others' batches, stages its batches first (ensureWriter).
 const contendedFor = time.Second
 
 // maxChain bounds the rounds a Lambda-mode leader runs for other writers'
@@ -596,14 +596,14 @@ func (l *Log) ensureWriter(ctx context.Context) error {
 		return nil
 	}
 	if l.cfg.Now().Before(l.contended) && !l.waiting {
-		// Other writers held the lease moments ago: stage first, and
-		// wait a turn (waitTurn), rather than try the lease at once.
-		// The writers answered by one round come back together; had
-		// the first of them taken the lease for its batch alone, the
-		// others would stage behind it and need a round of their own
-		// (with a failed acquire each, a write on the item every
-		// writer shares). Staged first, the oldest of them leads one
-		// round that takes them all.
+		// Other writers were here moments ago: stage first, and wait
+		// a turn (waitTurn), rather than try the lease at once. The
+		// writers answered by one round come back together; had the
+		// first of them taken the lease for its batch alone, the others
+		// would stage behind it and need a round of their own (with a
+		// failed acquire each, a write on the item every writer
+		// shares). Staged first, they are taken by one round, led by
+		// the writer that led the last (waitTurn).
 		l.sawOther()
 		return fmt.Errorf("%w: %w: %v is contended", ErrUnavailable, errBusy, l.cfg.Key)
 	}
