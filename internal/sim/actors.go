@@ -145,7 +145,7 @@ func (w *World) partCfg(a *Actor, cli *Client, pm *part, owner string, hold bool
 		Logger: slog.New(slog.DiscardHandler),
 		Sleep:  w.sleeper(a), Rand: w.rand64, BusyWait: w.busyWait,
 		Checkpoint: w.ckpt, CreateTime: w.createTime, SoloFor: w.soloFor,
-		Parallel: inTurn, // an actor does one operation at a time
+		Parallel: w.inSomeOrder, // an actor does one operation at a time
 	}
 	return cfg
 }
@@ -418,10 +418,12 @@ func (w *World) checkRecords(pm *part, offset int64, recs []segRecord, who strin
 	}
 }
 
-// inTurn is partition.Config.Parallel for the simulation: one call after
-// another, on the actor's goroutine.
-func inTurn(n int, fn func(i int)) {
-	for i := range n {
+// inSomeOrder is partition.Config.Parallel for the simulation: one call
+// after another, on the actor's goroutine, in an order the seed picks (the
+// calls are independent, and on a real system any of them may finish
+// first).
+func (w *World) inSomeOrder(n int, fn func(i int)) {
+	for _, i := range w.s.rng.Perm(n) {
 		fn(i)
 	}
 }

@@ -32,7 +32,7 @@ func (w *World) newBroker(a *Actor, release bool) *broker.Broker {
 			Now: a.Now, Logger: slog.New(slog.DiscardHandler),
 			Sleep: w.sleeper(a), Rand: w.rand64, BusyWait: w.busyWait,
 			Checkpoint: w.ckpt, AnswerCacheBytes: simAnswerBytes,
-			Parallel: inTurn, SoloFor: w.soloFor,
+			Parallel: w.inSomeOrder, SoloFor: w.soloFor,
 		}
 		b, err := broker.New(bg, cfg)
 		if err == nil {

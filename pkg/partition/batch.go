@@ -180,20 +180,48 @@ func (l *Log) waitTurn(ctx context.Context, batch []*pending) {
 	// system, and independent).
 	done := l.answeredStaged
 	l.answeredStaged = nil
-	l.cfg.Parallel(1+min(len(done), 1), func(i int) {
-		if i == 1 {
+	// The writer that led the last round it knows of (it released the
+	// lease with its files open: warm) tries the lease at once, beside
+	// its staging. The writers that round answered come back together,
+	// it first (it learnt of the commit first), and it continues the
+	// active segment without reading it back.
+	tryLease := l.warm
+	var leaseErr error
+	n := 1 + min(len(done), 1) // staging, and the removal if any
+	tasks := n
+	if tryLease {
+		tasks++
+	}
+	l.cfg.Parallel(tasks, func(i int) {
+		switch {
+		case i == 0:
+			left = l.stage(batch, conditional, &p0, finish, left)
+		case i == n:
+			l.waiting = true
+			leaseErr = l.ensureWriter(ctx)
+			l.waiting = false
+		default:
 			l.removeStaged(done)
+		}
+	})
+	// The round starts once both are done: it lists the write buffer
+	// (ours are in it), and an acquire that failed leaves our batches
+	// staged for the holder, as they would be had we tried after.
+	if tryLease {
+		switch {
+		case leaseErr == nil && len(left) == 0:
+			// Nothing of ours is left to write: the lease goes back.
+			l.releaseLease(ctx)
+		case leaseErr == nil:
+			if l.leadWaiting(ctx, left, finish) {
+				return
+			}
+		case !errors.Is(leaseErr, errBusy):
+			for _, p := range left {
+				finish(p, result{err: leaseErr})
+			}
 			return
 		}
-		left = l.stage(batch, conditional, &p0, finish, left)
-	})
-	// The writer that led the last round it knows of (it released the
-	// lease with its files open: warm) tries the lease at once. The
-	// writers that round answered come back together, it first (it
-	// learnt of the commit first), and it continues the active segment
-	// without reading it back.
-	if len(left) > 0 && l.warm && l.leadWaiting(ctx, left, finish) {
-		return
 	}
 	interval := pollMin
 	version := p0.Version // 0 unless read: the first poll reads the window
@@ -330,12 +358,16 @@ const waitItemEvery = 250 * time.Millisecond
 
 // ckptPoll is how often a waiting batch looks at the checkpoint: a round
 // of the holder's (acquire, write, fsync, commit) takes longer on EFS and
-// DynamoDB, and a look is a round trip. The writers a round answered come
-// back for the next together, and the last of them to look bounds how
-// soon that round can take them all: 5 ms rather than 10 took 8 writers on
-// one partition from about 140 to 165 acknowledged requests a second
-// under the efs-regional profile (docs/benchmarks.md).
-const ckptPoll = 5 * time.Millisecond
+// DynamoDB, and a look is one read round trip. The writers a round
+// answered come back for the next together, and the last of them to look
+// bounds how soon that round can take them all: 5 ms rather than 10 took
+// 8 writers on one partition from about 140 to 165 acknowledged requests a
+// second under the efs-regional profile, and 2 rather than 5, with the
+// warm writer's acquire beside its staging, the p50 from 43.6-46.5 ms to
+// 41.1-42.8 (docs/benchmarks.md). Either change alone moved it less than
+// runs swing: the leader's path to its listing and the last waiter's are
+// about as long, and a round is as early as the later of the two.
+const ckptPoll = 2 * time.Millisecond
 
 // waitCheckpoint is a waiting batch's look at the checkpoint: when it
 // shows a commit newer than version, the window is read to it and the

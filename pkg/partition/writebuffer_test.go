@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/tierlog/tierlog/pkg/meta"
+	"github.com/tierlog/tierlog/pkg/segment"
 )
 
 // countingStore counts the metadata writes (acquires and commits) and
@@ -332,6 +335,70 @@ func TestWarmWriterLeadsAtOnce(t *testing.T) {
 	}
 	if a.warm {
 		t.Fatal("a still warm after it saw another writer's commit: its next contended turn would race the leader for the lease")
+	}
+	checkAcks(t, readAll(t, a), nil)
+}
+
+// acquireSignalStore closes acquired at its first Acquire once armed.
+type acquireSignalStore struct {
+	meta.Store
+	armed    atomic.Bool
+	acquired chan struct{}
+}
+
+func (s *acquireSignalStore) Acquire(ctx context.Context, k meta.PartitionKey, owner string, now time.Time, ttl time.Duration) (meta.Acquired, error) {
+	a, err := s.Store.Acquire(ctx, k, owner, now, ttl)
+	if s.armed.CompareAndSwap(true, false) {
+		close(s.acquired)
+	}
+	return a, err
+}
+
+// stageGateFS holds the creation of a staged file, once armed, until gate
+// is closed; after timeout it gives up and records that it did.
+type stageGateFS struct {
+	segment.OSFS
+	armed   atomic.Bool
+	gate    chan struct{}
+	timeout time.Duration
+	gaveUp  atomic.Bool
+}
+
+func (f *stageGateFS) OpenFile(name string, flag int, perm os.FileMode) (segment.File, error) {
+	if flag&os.O_EXCL != 0 && strings.HasSuffix(name, stageExt) && f.armed.CompareAndSwap(true, false) {
+		select {
+		case <-f.gate:
+		case <-time.After(f.timeout):
+			f.gaveUp.Store(true)
+		}
+	}
+	return f.OSFS.OpenFile(name, flag, perm)
+}
+
+// The warm writer's acquire runs beside its staging, not after it: its
+// staged file is not created until the acquire has been made.
+func TestWarmWriterAcquiresBesideStaging(t *testing.T) {
+	e := newEnv(t)
+	st := &acquireSignalStore{Store: e.store, acquired: make(chan struct{})}
+	e.store = st
+	fsys := &stageGateFS{gate: st.acquired, timeout: 5 * time.Second}
+	ctx := context.Background()
+	a := e.openWith("a", false, func(c *Config) { c.FS = fsys })
+	if _, err := a.Append(ctx, batch("a0", 2)); err != nil {
+		t.Fatal(err)
+	}
+	a.contended = e.clock.now().Add(time.Minute) // it met other writers a moment ago
+	st.armed.Store(true)
+	fsys.armed.Store(true)
+	app, err := a.Append(ctx, batch("a1", 1))
+	if err != nil || app.BaseOffset != 2 {
+		t.Fatalf("the warm writer's batch: %+v, %v; want offset 2", app, err)
+	}
+	if fsys.gaveUp.Load() {
+		t.Fatal("the staged file was created with no acquire made: the acquire waited for the staging")
+	}
+	if names, _ := a.listStaged(); len(names) != 1 {
+		t.Fatalf("staged files: %v, want its own", names)
 	}
 	checkAcks(t, readAll(t, a), nil)
 }
