@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/tierlog/tierlog/pkg/meta"
@@ -200,6 +201,7 @@ func (l *Log) waitTurn(ctx context.Context, batch []*pending) {
 			l.waiting = true
 			leaseErr = l.ensureWriter(ctx)
 			l.waiting = false
+			l.acquiredAhead = leaseErr == nil
 		default:
 			l.removeStaged(done)
 		}
@@ -211,6 +213,7 @@ func (l *Log) waitTurn(ctx context.Context, batch []*pending) {
 		switch {
 		case leaseErr == nil && len(left) == 0:
 			// Nothing of ours is left to write: the lease goes back.
+			l.acquiredAhead = false
 			l.releaseLease(ctx)
 		case leaseErr == nil:
 			if l.leadWaiting(ctx, left, finish) {
@@ -464,8 +467,14 @@ func (l *Log) decided(p *pending, cur *meta.Partition) (result, bool) {
 // files whose key the window has (committed already), which their waiters
 // remove once answered: the leader's time is the partition's. seen holds
 // the keys the round writes; next and total advance with each batch taken.
-func (l *Log) collectStaged(now time.Time, seen map[string]bool, next *int64, total *int) (take []*staged, remove, done []string) {
+func (l *Log) collectStaged(ctx context.Context, now time.Time, seen map[string]bool, next *int64, total *int, expect int, mine []string) (take []*staged, remove, done []string) {
 	names, err := l.listStaged()
+	for i := 0; err == nil && i < int(lingerFor/lingerStep) && l.unknownStaged(names, mine) < expect && l.cfg.Now().Before(now.Add(lingerFor)); i++ {
+		if l.cfg.Sleep(ctx, lingerStep) != nil {
+			break
+		}
+		names, err = l.listStaged()
+	}
 	if err != nil {
 		l.cfg.Logger.Warn("list write buffer", "topic", l.cfg.Key.Topic, "partition", l.cfg.Key.Partition, "err", err)
 		return nil, nil, nil
@@ -546,6 +555,28 @@ func (l *Log) collectStaged(now time.Time, seen map[string]bool, next *int64, to
 		*total += s.size
 	}
 	return take, remove, done
+}
+
+// lingerFor bounds how long a warm leader waits, after its acquire, for
+// the writers its last round answered to stage again: they learnt of that
+// commit a poll after it did (ckptPoll), and a round that lists before they
+// have staged leaves them to a round of their own. It lists the write
+// buffer every lingerStep until as many as that round took are there.
+const (
+	lingerFor  = 3 * time.Millisecond
+	lingerStep = time.Millisecond
+)
+
+// unknownStaged counts the listed staged files neither known to be
+// committed nor in mine (ours).
+func (l *Log) unknownStaged(names, mine []string) int {
+	n := 0
+	for _, name := range names {
+		if !l.committedStaged[name] && !slices.Contains(mine, name) {
+			n++
+		}
+	}
+	return n
 }
 
 // readAhead is how many staged batches a round reads at once.

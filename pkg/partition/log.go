@@ -378,9 +378,12 @@ type Log struct {
 	// committed, as of its last listing (collectStaged): neither read
 	// again nor counted as waiting.
 	committedStaged map[string]bool
-	waiting         bool            // in waitTurn: our batches are staged
-	chained         int             // rounds run for staged batches since the lease was acquired
-	inUse           map[string]bool // keys of batches being appended here, under qmu
+	// lastTook is how many staged batches of others the last round this
+	// Log led took (collectStaged).
+	lastTook int
+	waiting  bool            // in waitTurn: our batches are staged
+	chained  int             // rounds run for staged batches since the lease was acquired
+	inUse    map[string]bool // keys of batches being appended here, under qmu
 	// warm: without HoldLease, the writer (w, bw) is kept open after the
 	// commit that released the lease, at item version warmVersion with
 	// active segment warmActive. The next acquire continues it without
@@ -391,12 +394,15 @@ type Log struct {
 	warmActive  meta.SegmentInfo
 	// parked: without HoldLease, the last commit kept the lease for this
 	// Log, expired for every clock (park.go); holding is true too.
-	parked  bool
-	alone   bool         // this round found the partition as this Log left it (warm or parked)
-	solo    int          // rounds in a row that did
-	otherAt time.Time    // when another writer was last seen
-	itemAt  time.Time    // when the item was last read (acquire, or a parked refresh)
-	ckptF   segment.File // the checkpoint, kept open while parked or warm (nil otherwise)
+	parked bool
+	alone  bool // this round found the partition as this Log left it (warm or parked)
+	// acquiredAhead: the lease was acquired for the next round, beside
+	// the staging of its batches (waitTurn).
+	acquiredAhead bool
+	solo          int          // rounds in a row that did
+	otherAt       time.Time    // when another writer was last seen
+	itemAt        time.Time    // when the item was last read (acquire, or a parked refresh)
+	ckptF         segment.File // the checkpoint, kept open while parked or warm (nil otherwise)
 	// stageMade: this Log made the write buffer's directory (or saw it).
 	stageMade bool
 
@@ -592,7 +598,10 @@ func (l *Log) ensureWriter(ctx context.Context) error {
 		}
 	}
 	if l.holding {
-		l.alone = false
+		// Held since an earlier round (HoldLease, a chain), unless
+		// acquired for this one beside its staging (waitTurn).
+		l.alone = l.alone && l.acquiredAhead
+		l.acquiredAhead = false
 		return nil
 	}
 	if l.cfg.Now().Before(l.contended) && !l.waiting {

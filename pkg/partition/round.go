@@ -62,7 +62,7 @@ func (l *Log) write(ctx context.Context, batch []*pending) ([]Appended, error) {
 	if err != nil {
 		return nil, err
 	}
-	l.decide(r, batch)
+	l.decide(ctx, r, batch)
 	if len(r.own) == 0 && len(r.others) == 0 {
 		if !l.cfg.HoldLease && !l.parked {
 			l.releaseLease(ctx)
@@ -117,9 +117,14 @@ func (l *Log) takeLease(ctx context.Context) (*round, error) {
 // decide is phase 2: ours first (a key the window has is a replay, a
 // condition that cannot hold a mismatch), then the staged batches that
 // fit (none in a parked round: nobody stages; park.go).
-func (l *Log) decide(r *round, batch []*pending) {
+func (l *Log) decide(ctx context.Context, r *round, batch []*pending) {
 	next := r.st.NextOffset
 	seen := map[string]bool{}
+	for _, p := range batch {
+		if p.staged != nil {
+			r.mine = append(r.mine, p.staged.name)
+		}
+	}
 	for _, p := range batch {
 		if p.key != "" {
 			if e, ok := l.win.lookup(p.key); ok {
@@ -138,16 +143,19 @@ func (l *Log) decide(r *round, batch []*pending) {
 		r.total += p.size
 	}
 	if !l.parked {
-		r.others, r.remove, r.done = l.collectStaged(r.now, seen, &next, &r.total)
+		// A warm leader (nobody committed since its last round) expects
+		// as many as that round took: they were answered together and
+		// are staging again now (lingerFor).
+		expect := 0
+		if l.alone {
+			expect = l.lastTook
+		}
+		r.others, r.remove, r.done = l.collectStaged(ctx, r.now, seen, &next, &r.total, expect, r.mine)
+		l.lastTook = len(r.others)
 	}
 	if len(r.others) > 0 {
 		l.sawOther()
 		l.contended = r.now.Add(contendedFor)
-	}
-	for _, p := range batch {
-		if p.staged != nil {
-			r.mine = append(r.mine, p.staged.name)
-		}
 	}
 	r.apps = make([]Appended, len(batch))
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -362,6 +363,7 @@ type stageGateFS struct {
 	gate    chan struct{}
 	timeout time.Duration
 	gaveUp  atomic.Bool
+	ckptRW  atomic.Int64 // opens of the checkpoint for writing
 }
 
 func (f *stageGateFS) OpenFile(name string, flag int, perm os.FileMode) (segment.File, error) {
@@ -372,21 +374,26 @@ func (f *stageGateFS) OpenFile(name string, flag int, perm os.FileMode) (segment
 			f.gaveUp.Store(true)
 		}
 	}
+	if filepath.Base(name) == ckptName && flag&(os.O_RDWR|os.O_WRONLY) != 0 {
+		f.ckptRW.Add(1)
+	}
 	return f.OSFS.OpenFile(name, flag, perm)
 }
 
 // The warm writer's acquire runs beside its staging, not after it: its
-// staged file is not created until the acquire has been made.
+// staged file is not created until the acquire has been made. Its round is
+// still a warm one: the checkpoint goes through the file it kept open.
 func TestWarmWriterAcquiresBesideStaging(t *testing.T) {
 	e := newEnv(t)
 	st := &acquireSignalStore{Store: e.store, acquired: make(chan struct{})}
 	e.store = st
 	fsys := &stageGateFS{gate: st.acquired, timeout: 5 * time.Second}
 	ctx := context.Background()
-	a := e.openWith("a", false, func(c *Config) { c.FS = fsys })
+	a := e.openWith("a", false, func(c *Config) { c.FS = fsys; c.Checkpoint = true })
 	if _, err := a.Append(ctx, batch("a0", 2)); err != nil {
 		t.Fatal(err)
 	}
+	opens := fsys.ckptRW.Load()
 	a.contended = e.clock.now().Add(time.Minute) // it met other writers a moment ago
 	st.armed.Store(true)
 	fsys.armed.Store(true)
@@ -397,8 +404,59 @@ func TestWarmWriterAcquiresBesideStaging(t *testing.T) {
 	if fsys.gaveUp.Load() {
 		t.Fatal("the staged file was created with no acquire made: the acquire waited for the staging")
 	}
+	if n := fsys.ckptRW.Load() - opens; n != 0 {
+		t.Fatalf("the warm round opened the checkpoint %d times to write it, want none (the kept file)", n)
+	}
 	if names, _ := a.listStaged(); len(names) != 1 {
 		t.Fatalf("staged files: %v, want its own", names)
 	}
 	checkAcks(t, readAll(t, a), nil)
+}
+
+// A warm leader whose last round took others' batches waits briefly
+// (lingerFor) for as many to be staged again before it lists the write
+// buffer for good: a batch staged during that wait joins its round.
+func TestWarmLeaderLingersForItsLastRoundsWriters(t *testing.T) {
+	e := newEnv(t)
+	cs := &countingStore{Store: e.store}
+	e.store = cs
+	ctx := context.Background()
+	b := e.open("b", false)
+	var armed atomic.Bool
+	var stageErr error
+	a := e.openWith("a", false, func(c *Config) {
+		c.Sleep = func(ctx context.Context, d time.Duration) error {
+			if d == lingerStep && armed.CompareAndSwap(true, false) {
+				// b's writer stages while a lingers.
+				recs := batch("b1", 1)
+				s := &staged{created: e.clock.now().UnixMilli(), expected: -1, origin: 7, key: "k:b1", recs: recs, size: recordSize(recs[0])}
+				stageErr = b.writeStaged(s)
+			}
+			return sleep(ctx, time.Microsecond)
+		}
+	})
+	if _, err := a.Append(ctx, batch("a0", 2)); err != nil {
+		t.Fatal(err)
+	}
+	a.contended = e.clock.now().Add(time.Minute)
+	a.lastTook = 1 // its last round took one other writer's batch
+	armed.Store(true)
+	writes := cs.writes.Load()
+	app, err := a.Append(ctx, batch("a1", 1))
+	if err != nil || app.BaseOffset != 2 {
+		t.Fatalf("a's batch: %+v, %v; want offset 2", app, err)
+	}
+	if stageErr != nil {
+		t.Fatal(stageErr)
+	}
+	if armed.Load() {
+		t.Fatal("a did not wait for the writer its last round took")
+	}
+	if w := cs.writes.Load() - writes; w != 2 {
+		t.Fatalf("%d metadata writes, want an acquire and one commit (b's batch in a's round)", w)
+	}
+	got := readAll(t, a)
+	if len(got) != 4 || string(got[3].Key) != "b1" {
+		t.Fatalf("records after a's round: %d, want a0 x2, a1, b1", len(got))
+	}
 }
