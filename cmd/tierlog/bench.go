@@ -106,6 +106,7 @@ off, so none should come; any that does is reported).`,
 	f.IntVar(&o.RecordBytes, "record-bytes", 100, "bytes per record value")
 	f.BoolVar(&o.Markdown, "markdown", false, "print Markdown tables")
 	f.StringVar(&o.Dynalite, "dynalite", "", "the dynalite install (default tools/dynalite of the repository holding the working directory)")
+	f.StringVar(&o.HotDir, "hot-dir", "", hotDirHelp)
 	return c
 }
 
@@ -173,5 +174,11 @@ Needs dynalite: run 'make test-deps' first.`,
 	f.IntVar(&o.RecBytes, "cost-record-bytes", 1024, "record size of the cost-at-a-rate table")
 	f.BoolVar(&o.Markdown, "markdown", false, "print Markdown")
 	f.StringVar(&o.Dynalite, "dynalite", "", "the dynalite install (default tools/dynalite of the repository holding the working directory)")
+	f.StringVar(&o.HotDir, "hot-dir", "", hotDirHelp)
 	return c
 }
+
+// hotDirHelp is the help of --hot-dir, of bench contention and bench
+// cloud.
+const hotDirHelp = "where the servers' shared hot directory is made (default the system's temporary directory); " +
+	"on a memory file system (/dev/shm) a latency profile's charge is all a call costs, without this machine's disk time beyond it"

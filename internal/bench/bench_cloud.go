@@ -833,9 +833,13 @@ func sortedOps(m map[string]int64, per float64) string {
 }
 
 func (r *cloudResult) setting() string {
-	return fmt.Sprintf("hot tier %s (read %v, durable %v per round trip), API Gateway + Lambda overhead %v per request, DynamoDB %v per request; "+
+	where := "the system's temporary directory"
+	if r.o.HotDir != "" {
+		where = "--hot-dir"
+	}
+	return fmt.Sprintf("hot tier %s (read %v, durable %v per round trip) on a local directory under %s, API Gateway + Lambda overhead %v per request, DynamoDB %v per request; "+
 		"%d records of %d B per produce (JSON), %v per cell; functions at %d MB",
-		r.o.Profile.String(), r.o.Profile.Read, r.o.Profile.Durable, r.o.Overhead, r.o.Delay,
+		r.o.Profile.String(), r.o.Profile.Read, r.o.Profile.Durable, where, r.o.Overhead, r.o.Delay,
 		r.o.Records, r.o.RecordBytes, r.o.Duration, r.o.MemoryMB)
 }
 

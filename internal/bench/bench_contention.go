@@ -46,7 +46,10 @@ type ContentionOpts struct {
 	Markdown    bool
 	Dynalite    string // tools/dynalite (holding node_modules/dynalite)
 	ServerBin   string // the tierlog binary the servers run; default os.Executable()
-	Logger      *slog.Logger
+	// HotDir is where the shared hot directory (and the servers' other
+	// files) is made; "" is the system's temporary directory.
+	HotDir string
+	Logger *slog.Logger
 
 	// Set by tierlog bench cloud (zero for bench contention):
 	Profile  segment.LatencyProfile // the servers' --hot-fs-latency
@@ -427,7 +430,7 @@ func startCluster(ctx context.Context, o *ContentionOpts) (_ *cluster, err error
 			return nil, err
 		}
 	}
-	if cl.tmp, err = os.MkdirTemp("", "tierlog-contention-"); err != nil {
+	if cl.tmp, err = os.MkdirTemp(o.HotDir, "tierlog-contention-"); err != nil {
 		return nil, err
 	}
 	cl.closers = append(cl.closers, func() { os.RemoveAll(cl.tmp) })

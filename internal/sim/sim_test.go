@@ -71,17 +71,18 @@ func TestSimulate(t *testing.T) {
 	first := uint64(*flagFirst)
 	workers := runtime.GOMAXPROCS(0)
 	var (
-		next    atomic.Uint64
-		steps   atomic.Int64
-		acked   atomic.Int64
-		reads   atomic.Int64
-		kept    atomic.Int64
-		slowest atomic.Int64 // Result.Recovery
-		mu      sync.Mutex
-		faults  = map[string]int{}
-		failed  []uint64
-		stopped atomic.Bool
-		wg      sync.WaitGroup
+		next     atomic.Uint64
+		steps    atomic.Int64
+		acked    atomic.Int64
+		reads    atomic.Int64
+		kept     atomic.Int64
+		slowest  atomic.Int64 // Result.Recovery, under mu
+		slowSeed uint64
+		mu       sync.Mutex
+		faults   = map[string]int{}
+		failed   []uint64
+		stopped  atomic.Bool
+		wg       sync.WaitGroup
 	)
 	next.Store(first)
 	start := time.Now()
@@ -99,9 +100,11 @@ func TestSimulate(t *testing.T) {
 				acked.Add(int64(res.Acked))
 				reads.Add(int64(res.Reads))
 				kept.Add(int64(res.KeptAnswers))
-				for r := int64(res.Recovery); r > slowest.Load() && !slowest.CompareAndSwap(slowest.Load(), r); {
-				}
 				mu.Lock()
+				if r := int64(res.Recovery); r > slowest.Load() {
+					slowest.Store(r)
+					slowSeed = seed
+				}
 				for k, v := range res.Faults {
 					faults[k] += v
 				}
@@ -115,8 +118,8 @@ func TestSimulate(t *testing.T) {
 	}
 	wg.Wait()
 	el := time.Since(start)
-	t.Logf("%d seeds from %d, %d steps in %v: %.0f steps/s, %d records acknowledged (%.1f per seed), %d reads (%d answered with a kept answer), slowest recovery %v",
-		n, first, steps.Load(), el.Round(time.Millisecond), float64(steps.Load())/el.Seconds(), acked.Load(), float64(acked.Load())/float64(n), reads.Load(), kept.Load(), time.Duration(slowest.Load()))
+	t.Logf("%d seeds from %d, %d steps in %v: %.0f steps/s, %d records acknowledged (%.1f per seed), %d reads (%d answered with a kept answer), slowest recovery %v (seed %d)",
+		n, first, steps.Load(), el.Round(time.Millisecond), float64(steps.Load())/el.Seconds(), acked.Load(), float64(acked.Load())/float64(n), reads.Load(), kept.Load(), time.Duration(slowest.Load()), slowSeed)
 	t.Logf("faults injected: %v", faults)
 	if len(failed) > 0 {
 		seed := failed[0]
