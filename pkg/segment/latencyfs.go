@@ -1,11 +1,13 @@
 package segment
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -172,6 +174,23 @@ func (realClock) Sleep(d time.Duration) { time.Sleep(d) }
 // A large ReadAt or WriteAt costs one round trip here whatever its size:
 // the profile charges latency, not throughput.
 //
+// What other clients see, and when. A call reaches the server half a read
+// round trip after it starts (the way there; the rest of its latency is the
+// server's work, durable or not, and the way back): LatencyFS waits that,
+// makes the inner call, then waits what is left, so a file created,
+// removed or truncated shows to other processes (and a read samples the
+// file) then, not at the call's start. Written bytes wait in the client's
+// page cache: WriteAt keeps them, and the Sync or Close that flushes them
+// writes them to the inner file when it reaches the server (a ReadAt or
+// Stat through the same file writes them first, uncharged: a client reads
+// its own writes). So another process reads what a writer wrote only once
+// its flush has reached the server, as on NFS, where close-to-open promises
+// no sooner; a write's error is reported by that Sync or Close.
+//
+// The inner call's own time counts toward the latency: a call waits
+// max(latency, half a read round trip plus the call's time). On a memory
+// file system that is the latency alone.
+//
 // To learn whether an O_CREATE open creates the file, LatencyFS first
 // opens without O_CREATE (uncharged) and, if the file is absent, again
 // with it; MkdirAll stats the directory first. So the inner file system
@@ -191,6 +210,19 @@ type latencyFS struct {
 	p     LatencyProfile
 	c     *RoundTripCounters
 	clk   Clock
+}
+
+// depart waits the way to the server, half a read round trip, before a
+// call of class r acts (nothing is counted: charge counts the call once it
+// is done, and waits the rest: the server's work, durable or not, and the
+// way back).
+func (f *latencyFS) depart(r RoundTrip) {
+	if r == RoundTripNone {
+		return
+	}
+	if d := f.p.Read / 2; d > 0 {
+		f.clk.Sleep(d)
+	}
 }
 
 // charge counts round trips of class r (one, or none for RoundTripNone)
@@ -225,6 +257,7 @@ func (f *latencyFS) OpenFile(name string, flag int, perm os.FileMode) (File, err
 	var err error
 	switch {
 	case flag&os.O_CREATE != 0 && flag&os.O_EXCL != 0:
+		f.depart(RoundTripDurable)
 		file, err = f.inner.OpenFile(name, flag, perm)
 		if err == nil {
 			class = RoundTripDurable
@@ -232,12 +265,16 @@ func (f *latencyFS) OpenFile(name string, flag int, perm os.FileMode) (File, err
 	case flag&os.O_CREATE != 0:
 		file, err = f.inner.OpenFile(name, flag&^os.O_CREATE, perm)
 		if errors.Is(err, fs.ErrNotExist) {
+			f.depart(RoundTripDurable)
 			file, err = f.inner.OpenFile(name, flag, perm)
 			if err == nil {
 				class = RoundTripDurable
 			}
+		} else {
+			f.depart(class)
 		}
 	default:
+		f.depart(class)
 		file, err = f.inner.OpenFile(name, flag, perm)
 	}
 	if err != nil {
@@ -250,21 +287,25 @@ func (f *latencyFS) OpenFile(name string, flag int, perm os.FileMode) (File, err
 
 func (f *latencyFS) Remove(name string) error {
 	defer f.charge(f.clk.Now(), RoundTripDurable)
+	f.depart(RoundTripDurable)
 	return f.inner.Remove(name)
 }
 
 func (f *latencyFS) RemoveAll(name string) error {
 	defer f.charge(f.clk.Now(), RoundTripDurable)
+	f.depart(RoundTripDurable)
 	return f.inner.RemoveAll(name)
 }
 
 func (f *latencyFS) ReadDir(name string) ([]os.DirEntry, error) {
 	defer f.charge(f.clk.Now(), RoundTripRead)
+	f.depart(RoundTripRead)
 	return f.inner.ReadDir(name)
 }
 
 func (f *latencyFS) Stat(name string) (os.FileInfo, error) {
 	defer f.charge(f.clk.Now(), RoundTripRead)
+	f.depart(RoundTripRead)
 	return f.inner.Stat(name)
 }
 
@@ -275,20 +316,45 @@ func (f *latencyFS) MkdirAll(name string, perm os.FileMode) error {
 		return nil
 	}
 	defer f.charge(start, RoundTripRead, RoundTripDurable)
+	f.clk.Sleep(f.p.Read) // the LOOKUP's round trip, then the MKDIR's
+	f.depart(RoundTripDurable)
 	return f.inner.MkdirAll(name, perm)
 }
 
 func (f *latencyFS) SyncDir(name string) error {
 	defer f.charge(f.clk.Now(), RoundTripRead)
+	f.depart(RoundTripRead)
 	return f.inner.SyncDir(name)
 }
 
-// latencyFile is a file LatencyFS opened; dirty is set by WriteAt and
-// cleared by a Sync or Close that flushed it.
+// latencyFile is a file LatencyFS opened. WriteAt keeps the bytes in
+// pending (the client's page cache) and sets dirty; a Sync or Close that
+// flushes writes them to the inner file half way through its durable
+// round trip, and clears dirty.
 type latencyFile struct {
 	File
-	fs    *latencyFS
-	dirty atomic.Bool
+	fs      *latencyFS
+	mu      sync.Mutex
+	pending []pendingWrite
+	dirty   bool
+}
+
+type pendingWrite struct {
+	off int64
+	b   []byte
+}
+
+// apply writes the pending bytes to the inner file, in the order written.
+// Under f.mu.
+func (f *latencyFile) apply() error {
+	var err error
+	for _, w := range f.pending {
+		if _, werr := f.File.WriteAt(w.b, w.off); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	f.pending = nil
+	return err
 }
 
 func (f *latencyFile) ReadAt(p []byte, off int64) (int, error) {
@@ -297,34 +363,59 @@ func (f *latencyFile) ReadAt(p []byte, off int64) (int, error) {
 		class = RoundTripNone // no system call, let alone a READ
 	}
 	defer f.fs.charge(f.fs.clk.Now(), class)
+	f.mu.Lock()
+	err := f.apply()
+	f.mu.Unlock()
+	if err != nil {
+		return 0, err
+	}
+	f.fs.depart(class)
 	return f.File.ReadAt(p, off)
 }
 
 func (f *latencyFile) WriteAt(p []byte, off int64) (int, error) {
-	f.dirty.Store(true)
-	return f.File.WriteAt(p, off)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pending = append(f.pending, pendingWrite{off: off, b: bytes.Clone(p)})
+	f.dirty = true
+	return len(p), nil
 }
 
-// flushClass is what a Sync or Close costs: a durable round trip if the
-// file has unflushed writes.
-func (f *latencyFile) flushClass() RoundTrip {
-	if f.dirty.Swap(false) {
-		return RoundTripDurable
+func (f *latencyFile) Stat() (os.FileInfo, error) {
+	f.mu.Lock()
+	err := f.apply()
+	f.mu.Unlock()
+	if err != nil {
+		return nil, err
 	}
-	return RoundTripNone
+	return f.File.Stat()
 }
 
-func (f *latencyFile) Sync() error {
-	defer f.fs.charge(f.fs.clk.Now(), f.flushClass())
-	return f.File.Sync()
-}
-
-func (f *latencyFile) Truncate(size int64) error {
+// flush is a Sync or Close: with unflushed writes, a durable round trip
+// whose middle writes them to the inner file before op; else op alone.
+func (f *latencyFile) flush(op func() error) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.dirty {
+		return errors.Join(f.apply(), op())
+	}
+	f.dirty = false
 	defer f.fs.charge(f.fs.clk.Now(), RoundTripDurable)
-	return f.File.Truncate(size)
+	f.fs.depart(RoundTripDurable)
+	return errors.Join(f.apply(), op())
 }
 
-func (f *latencyFile) Close() error {
-	defer f.fs.charge(f.fs.clk.Now(), f.flushClass())
-	return f.File.Close()
+func (f *latencyFile) Sync() error { return f.flush(f.File.Sync) }
+
+func (f *latencyFile) Close() error { return f.flush(f.File.Close) }
+
+// Truncate is a SETATTR, after the client writes its dirty pages back
+// (one durable round trip here).
+func (f *latencyFile) Truncate(size int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.dirty = false
+	defer f.fs.charge(f.fs.clk.Now(), RoundTripDurable)
+	f.fs.depart(RoundTripDurable)
+	return errors.Join(f.apply(), f.File.Truncate(size))
 }

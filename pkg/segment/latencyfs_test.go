@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -100,11 +101,19 @@ func TestLatencyFSCharges(t *testing.T) {
 	}
 	var total time.Duration
 	counts := map[time.Duration]int64{read: 1, durable: 1} // MkdirAll's, in one wait
+	sum := func(ds []time.Duration) (t time.Duration) {
+		for _, d := range ds {
+			t += d
+		}
+		return t
+	}
 	for _, s := range steps {
 		clk.slept = nil
 		s.do()
-		if !slices.Equal(clk.slept, s.want) {
-			t.Errorf("%s: slept %v, want %v", s.what, clk.slept, s.want)
+		// Waited in two parts (the way to the server, then the rest:
+		// TestLatencyFSVisibility), adding up to the latency.
+		if sum(clk.slept) != sum(s.want) {
+			t.Errorf("%s: slept %v, want %v in all", s.what, clk.slept, s.want)
 		}
 		for _, d := range s.want {
 			total += d
@@ -143,16 +152,19 @@ func TestLatencyFSLocalTime(t *testing.T) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if want := []time.Duration{3 * time.Millisecond}; !slices.Equal(clk.slept, want) {
+	// The create: half a read round trip to the server (0.5 ms), then 2.5
+	// of the 5 ms left after the 2 its call and the clock read took; the
+	// stat: the 0.5 ms, then nothing (its 1 ms spent).
+	if want := []time.Duration{500 * time.Microsecond, 2500 * time.Microsecond, 500 * time.Microsecond}; !slices.Equal(clk.slept, want) {
 		t.Errorf("slept %v, want %v", clk.slept, want)
 	}
 	if c.Charged() != 6*time.Millisecond {
 		t.Errorf("charged %v, want the profile's 6ms", c.Charged())
 	}
-	// Taken, as this clock tells it: the create 2 ms in the call, 3 waited
-	// and 2 more on the clock read that ends it; the stat 2 in the call and
-	// 2 on that read.
-	if want := (2 + 3 + 2 + 2 + 2) * time.Millisecond; c.Taken() != want {
+	// Taken, as this clock tells it: the create 2 ms on the clock read that
+	// starts it, 0.5 + 2.5 waited and 2 more on the read that ends it; the
+	// stat 2, 0.5 and 2.
+	if want := 11500 * time.Microsecond; c.Taken() != want {
 		t.Errorf("taken %v, want %v", c.Taken(), want)
 	}
 }
@@ -214,4 +226,89 @@ func TestParseLatencyProfile(t *testing.T) {
 	if RoundTripRead.String() != "read" || RoundTripDurable.String() != "durable" || RoundTripNone.String() != "none" {
 		t.Error("round-trip class names")
 	}
+}
+
+// visClock is a fakeClock that calls at at each Sleep, before time moves.
+type visClock struct {
+	fakeClock
+	at func()
+}
+
+func (c *visClock) Sleep(d time.Duration) {
+	c.at()
+	c.fakeClock.Sleep(d)
+}
+
+// TestLatencyFSVisibility: what a client did shows to others (the inner
+// file system) when its call reaches the server, half a read round trip
+// in, and written bytes only with the flush that sends them.
+func TestLatencyFSVisibility(t *testing.T) {
+	p := LatencyProfile{Name: "test", Read: 2 * time.Millisecond, Durable: 6 * time.Millisecond}
+	name := filepath.Join(t.TempDir(), "f")
+	var seen []string // at each wait: the file's contents, or "absent"
+	look := func() {
+		b, err := os.ReadFile(name)
+		switch {
+		case os.IsNotExist(err):
+			seen = append(seen, "absent")
+		case err != nil:
+			t.Fatal(err)
+		default:
+			seen = append(seen, strconv.Quote(string(b)))
+		}
+	}
+	clk := &visClock{fakeClock: fakeClock{now: time.Unix(1e9, 0)}, at: look}
+	fsys := LatencyFS(OSFS{}, p, nil, clk)
+	check := func(what string, want ...string) {
+		t.Helper()
+		if !slices.Equal(seen, want) {
+			t.Errorf("%s: others saw %v at its waits, want %v", what, seen, want)
+		}
+		if !slices.Equal(clk.slept, []time.Duration{time.Millisecond, 5 * time.Millisecond}) {
+			t.Errorf("%s: waited %v, want the way there (1ms) and the rest (5ms)", what, clk.slept)
+		}
+		seen, clk.slept = nil, nil
+	}
+	f, err := fsys.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("create", "absent", `""`)
+	if _, err := f.WriteAt([]byte("hello"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 0 || len(clk.slept) != 0 {
+		t.Fatalf("WriteAt waited: %v", clk.slept)
+	}
+	if b, _ := os.ReadFile(name); len(b) != 0 {
+		t.Fatalf("a write showed to others before its flush: %q", b)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	check("sync", `""`, `"hello"`)
+	if _, err := f.WriteAt([]byte("J"), 0); err != nil {
+		t.Fatal(err)
+	}
+	var b [5]byte
+	clk.at = func() {} // the read's own waits: not looked at
+	if _, err := f.ReadAt(b[:], 0); err != nil || string(b[:]) != "Jello" {
+		t.Fatalf("the writer read %q, %v: want its own write", b[:], err)
+	}
+	clk.at, clk.slept = look, nil
+	if err := f.Truncate(2); err != nil {
+		t.Fatal(err)
+	}
+	check("truncate", `"Jello"`, `"Je"`)
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(clk.slept) != 0 {
+		t.Errorf("the close of a flushed file waited %v", clk.slept)
+	}
+	seen, clk.slept = nil, nil
+	if err := fsys.Remove(name); err != nil {
+		t.Fatal(err)
+	}
+	check("remove", `"Je"`, "absent")
 }
