@@ -366,10 +366,10 @@ const waitItemEvery = 250 * time.Millisecond
 // bounds how soon that round can take them all: 5 ms rather than 10 took
 // 8 writers on one partition from about 140 to 165 acknowledged requests a
 // second under the efs-regional profile, and 2 rather than 5, with the
-// warm writer's acquire beside its staging, the p50 from 43.6-46.5 ms to
-// 41.1-42.8 (docs/benchmarks.md). Either change alone moved it less than
-// runs swing: the leader's path to its listing and the last waiter's are
-// about as long, and a round is as early as the later of the two.
+// warm writer's acquire beside its staging, their p50 by about a seventh
+// (docs/benchmarks.md). Either change alone moved it less than runs swing:
+// the leader's path to its listing and the last waiter's are about as
+// long, and a round is as early as the later of the two.
 const ckptPoll = 2 * time.Millisecond
 
 // waitCheckpoint is a waiting batch's look at the checkpoint: when it
