@@ -423,6 +423,13 @@ func (w *World) checkRecords(pm *part, offset int64, recs []segRecord, who strin
 // calls are independent, and on a real system any of them may finish
 // first).
 func (w *World) inSomeOrder(n int, fn func(i int)) {
+	if w.lastFirst && n > 0 {
+		fn(n - 1)
+		for i := range n - 1 {
+			fn(i)
+		}
+		return
+	}
 	for _, i := range w.s.rng.Perm(n) {
 		fn(i)
 	}

@@ -43,6 +43,7 @@ var scenarios = []scenario{
 	{name: "parked-lease-frozen-before-commit", run: parkedFrozenBeforeCommit},
 	{name: "parked-lease-zombie-after-others-wrote", run: parkedZombieAfterOthersWrote},
 	{name: "contended-writers-one-round", run: contendedOneRound},
+	{name: "warm-leader-frozen-after-its-acquire", run: warmLeaderFrozenAfterAcquire},
 }
 
 func TestScenarios(t *testing.T) {
@@ -619,6 +620,55 @@ func contendedOneRound(sc *Script) {
 	if sc.Acked() != before+2 {
 		sc.Failf("%d acknowledged after the two came back, want 2", sc.Acked()-before)
 	}
+	sc.Read(r, 0)
+	sc.Check()
+}
+
+// warmLeaderFrozenAfterAcquire: the warm writer's acquire runs beside its
+// staging. Here it acquires first (ParallelLastFirst) and is frozen before
+// its staged file exists, holding the lease. The waiter w2 waits; the lease
+// expires; w2 takes it over and commits its own batch. w1 thaws: it stages
+// and runs the round it acquired for as a warm one (its files and window as
+// it left them: it reads w2's staged copy too), and finds itself fenced
+// when it renews the lease it held past a quarter of its term, before it
+// writes (or at its commit, were it not due). Nothing of that round may be
+// acknowledged or read (I3, I5, I7), and the partition goes on.
+//
+// Fails when the thawed round lands ("moved the high watermark") or w2's
+// batch lands twice (I7), or when w2 is not answered once the lease
+// expired.
+func warmLeaderFrozenAfterAcquire(sc *Script) {
+	sc.Checkpoint()
+	sc.ParallelLastFirst()
+	h := sc.Writer("h", false)
+	w1 := sc.Writer("w1", false)
+	w2 := sc.Writer("w2", false)
+	r := sc.Reader("r")
+	sc.Append(h, 1, 0)
+	sc.AppendKeyedUntil(h, 1, 0, opWrite, ".log") // h holds the lease
+	sc.AppendKeyedUntil(w1, 2, 0, opSleep, "")    // w1 and w2 stage and wait
+	sc.AppendKeyedUntil(w2, 3, 0, opSleep, "")
+	sc.Next(w1, opSleep, "")
+	sc.Next(w2, opSleep, "")
+	sc.Continue(h)  // its batch; it releases
+	sc.Continue(w1) // leads for both: warm now
+	sc.Continue(w2)
+	before, hw := sc.Acked(), sc.HW(0)
+	sc.AppendKeyedUntil(w2, 1, 0, opSleep, "")      // contended: staged, waiting
+	sc.AppendKeyedUntil(w1, 1, 0, opCreate, ".stg") // acquired; frozen before its staging
+	if !sc.Held(0) {
+		sc.Failf("w1 froze before its staging without the lease: its acquire did not go first")
+	}
+	sc.Advance(ttl + time.Second)
+	sc.Continue(w2) // the lease expired: w2 takes it over
+	if sc.Acked() != before+1 || sc.HW(0) != hw+1 {
+		sc.Failf("after the takeover: %d acknowledged, high watermark +%d; want w2's batch alone", sc.Acked()-before, sc.HW(0)-hw)
+	}
+	sc.Continue(w1) // thaws: stages, leads, fenced
+	if sc.HW(0) != hw+1 {
+		sc.Failf("the thawed round moved the high watermark by %d: its commit was not fenced", sc.HW(0)-hw-1)
+	}
+	sc.Append(h, 1, 0)
 	sc.Read(r, 0)
 	sc.Check()
 }

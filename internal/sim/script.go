@@ -302,6 +302,18 @@ func (sc *Script) ProduceRoutedUntil(b *Actor, op, suffix string) {
 	sc.Until(b, cmd{kind: cmdAppend, n: 1, pad: 8, mode: modeKeyed, routed: true}, op, suffix)
 }
 
+// Held reports whether partition p's lease is held (an owner, not
+// expired) by the committed item.
+func (sc *Script) Held(p int) bool {
+	it := sc.W.committed(sc.W.parts[p])
+	return it.Owner != "" && it.LeaseUntil > sc.W.s.Time().UnixMilli()
+}
+
+// ParallelLastFirst has every group of calls a write path makes at once
+// (partition.Config.Parallel) run its last call first: the warm writer's
+// acquire before its staging.
+func (sc *Script) ParallelLastFirst() { sc.W.lastFirst = true }
+
 // SoloFor sets the writers' partition.Config.SoloFor (how soon a writer
 // alone parks its lease); call it before adding actors.
 func (sc *Script) SoloFor(d time.Duration) { sc.W.soloFor = d }

@@ -265,6 +265,7 @@ type World struct {
 	pending   map[string]*batch
 	busyWait  time.Duration // partition.Config.BusyWait (0: its default)
 	soloFor   time.Duration // partition.Config.SoloFor (0: its default)
+	lastFirst bool          // a Parallel group runs its last call first, then the others in order (scripts); else in a seeded order
 	// ckpt: writers write the committed checkpoint and readers read it
 	// (partition.Config.Checkpoint), per seed.
 	ckpt     bool
