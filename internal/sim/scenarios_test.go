@@ -593,19 +593,7 @@ func waitersFromCheckpoint(sc *Script) {
 // sleep").
 func contendedOneRound(sc *Script) {
 	sc.Checkpoint()
-	h := sc.Writer("h", false)
-	w1 := sc.Writer("w1", false)
-	w2 := sc.Writer("w2", false)
-	r := sc.Reader("r")
-	sc.Append(h, 1, 0)
-	sc.AppendKeyedUntil(h, 1, 0, opWrite, ".log") // h holds the lease
-	sc.AppendKeyedUntil(w1, 2, 0, opSleep, "")    // w1 and w2 stage and wait
-	sc.AppendKeyedUntil(w2, 3, 0, opSleep, "")
-	sc.Next(w1, opSleep, "")
-	sc.Next(w2, opSleep, "")
-	sc.Continue(h)  // its batch; it releases
-	sc.Continue(w1) // leads for both from the checkpoint
-	sc.Continue(w2)
+	w1, w2, r := warmAfterOneRound(sc)
 	before := sc.Acked()
 	sc.AppendKeyedUntil(w2, 1, 0, opSleep, "") // contended: staged, waiting
 	reads, hw := sc.ItemReads(w1), sc.HW(0)
@@ -640,19 +628,7 @@ func contendedOneRound(sc *Script) {
 func warmLeaderFrozenAfterAcquire(sc *Script) {
 	sc.Checkpoint()
 	sc.ParallelLastFirst()
-	h := sc.Writer("h", false)
-	w1 := sc.Writer("w1", false)
-	w2 := sc.Writer("w2", false)
-	r := sc.Reader("r")
-	sc.Append(h, 1, 0)
-	sc.AppendKeyedUntil(h, 1, 0, opWrite, ".log") // h holds the lease
-	sc.AppendKeyedUntil(w1, 2, 0, opSleep, "")    // w1 and w2 stage and wait
-	sc.AppendKeyedUntil(w2, 3, 0, opSleep, "")
-	sc.Next(w1, opSleep, "")
-	sc.Next(w2, opSleep, "")
-	sc.Continue(h)  // its batch; it releases
-	sc.Continue(w1) // leads for both: warm now
-	sc.Continue(w2)
+	w1, w2, r := warmAfterOneRound(sc)
 	before, hw := sc.Acked(), sc.HW(0)
 	sc.AppendKeyedUntil(w2, 1, 0, opSleep, "")      // contended: staged, waiting
 	sc.AppendKeyedUntil(w1, 1, 0, opCreate, ".stg") // acquired; frozen before its staging
@@ -668,7 +644,27 @@ func warmLeaderFrozenAfterAcquire(sc *Script) {
 	if sc.HW(0) != hw+1 {
 		sc.Failf("the thawed round moved the high watermark by %d: its commit was not fenced", sc.HW(0)-hw-1)
 	}
-	sc.Append(h, 1, 0)
+	sc.Append(w2, 1, 0)
 	sc.Read(r, 0)
 	sc.Check()
+}
+
+// warmAfterOneRound: h holds the lease while w1 and w2 stage and wait; h
+// releases, and w1 leads the round that answers both (from the
+// checkpoint). w1 is then warm, and both met a held lease a moment ago.
+func warmAfterOneRound(sc *Script) (w1, w2, r *Actor) {
+	h := sc.Writer("h", false)
+	w1 = sc.Writer("w1", false)
+	w2 = sc.Writer("w2", false)
+	r = sc.Reader("r")
+	sc.Append(h, 1, 0)
+	sc.AppendKeyedUntil(h, 1, 0, opWrite, ".log") // h holds the lease
+	sc.AppendKeyedUntil(w1, 2, 0, opSleep, "")    // w1 and w2 stage and wait
+	sc.AppendKeyedUntil(w2, 3, 0, opSleep, "")
+	sc.Next(w1, opSleep, "")
+	sc.Next(w2, opSleep, "")
+	sc.Continue(h)  // its batch; it releases
+	sc.Continue(w1) // leads for both from the checkpoint
+	sc.Continue(w2)
+	return w1, w2, r
 }
