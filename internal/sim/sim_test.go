@@ -76,7 +76,7 @@ func TestSimulate(t *testing.T) {
 		acked    atomic.Int64
 		reads    atomic.Int64
 		kept     atomic.Int64
-		slowest  atomic.Int64 // Result.Recovery, under mu
+		slowest  time.Duration // the longest Result.Recovery, and its seed: under mu
 		slowSeed uint64
 		mu       sync.Mutex
 		faults   = map[string]int{}
@@ -101,9 +101,8 @@ func TestSimulate(t *testing.T) {
 				reads.Add(int64(res.Reads))
 				kept.Add(int64(res.KeptAnswers))
 				mu.Lock()
-				if r := int64(res.Recovery); r > slowest.Load() {
-					slowest.Store(r)
-					slowSeed = seed
+				if res.Recovery > slowest {
+					slowest, slowSeed = res.Recovery, seed
 				}
 				for k, v := range res.Faults {
 					faults[k] += v
@@ -119,7 +118,7 @@ func TestSimulate(t *testing.T) {
 	wg.Wait()
 	el := time.Since(start)
 	t.Logf("%d seeds from %d, %d steps in %v: %.0f steps/s, %d records acknowledged (%.1f per seed), %d reads (%d answered with a kept answer), slowest recovery %v (seed %d)",
-		n, first, steps.Load(), el.Round(time.Millisecond), float64(steps.Load())/el.Seconds(), acked.Load(), float64(acked.Load())/float64(n), reads.Load(), kept.Load(), time.Duration(slowest.Load()), slowSeed)
+		n, first, steps.Load(), el.Round(time.Millisecond), float64(steps.Load())/el.Seconds(), acked.Load(), float64(acked.Load())/float64(n), reads.Load(), kept.Load(), slowest, slowSeed)
 	t.Logf("faults injected: %v", faults)
 	if len(failed) > 0 {
 		seed := failed[0]

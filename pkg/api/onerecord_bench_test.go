@@ -3,11 +3,8 @@ package api_test
 import (
 	"bytes"
 	"context"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,24 +25,15 @@ import (
 func BenchmarkOneRecordLatency(b *testing.B) {
 	ws := newWireSetup(b)
 	ws.createTopic(b, "one")
-	produce := ws.produceOp("one", produceBody("utf8", 1, strings.Repeat("v", 100)), "application/json")
+	body := produceBody("utf8", 1, strings.Repeat("v", 100))
+	produce := ws.produceOp("one", body, "application/json")
 	raw := rawFsyncOp(b, segment.RecordHeaderSize+100)
 	recs := []broker.ProduceRecord{{Value: []byte(strings.Repeat("v", 100)), Partition: -1}}
 	engine := func(c int) error {
 		_, err := ws.br.ProducePartition(context.Background(), "one", c, recs)
 		return err
 	}
-	answer := []byte(`{"offsets":[{"partition":0,"offset":123456,"timestamp":1764806400000}]}` + "\n")
-	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, err := io.Copy(io.Discard, r.Body); err != nil {
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
-		_, _ = w.Write(answer)
-	}))
-	b.Cleanup(plain.Close)
-	body := produceBody("utf8", 1, strings.Repeat("v", 100))
+	plain := plainServer(b, []byte(`{"offsets":[{"partition":0,"offset":123456,"timestamp":1764806400000}]}`+"\n"))
 	plainHTTP := func(int) error {
 		req, _ := http.NewRequest("POST", plain.URL+"/", bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")

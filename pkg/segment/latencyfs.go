@@ -396,8 +396,8 @@ func (f *latencyFile) Stat() (os.FileInfo, error) {
 func (f *latencyFile) flush(op func() error) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if !f.dirty {
-		return errors.Join(f.apply(), op())
+	if !f.dirty { // nothing pending either: WriteAt sets dirty
+		return op()
 	}
 	f.dirty = false
 	defer f.fs.charge(f.fs.clk.Now(), RoundTripDurable)
