@@ -139,46 +139,62 @@ func (l *Log) AppendBatch(ctx context.Context, b Batch) (Appended, error) {
 // leader may still hold a copy it read: the outcome is unknown).
 func (l *Log) waitTurn(ctx context.Context, batch []*pending) {
 	l.sawOther()
-	left := batch
-	finish := func(p *pending, r result) {
-		p.done <- r
+	p0, conditional, ok := l.readConditions(ctx, batch)
+	if !ok {
+		return
 	}
-	// A conditional batch is checked against the state before it is
-	// staged: a waiter that answered a mismatch for a batch some leader
-	// could still take would lie. Other batches are staged at once; a key
-	// committed before is found by the first poll (and the leader skips
-	// its staged copy).
-	var p0 meta.Partition
-	var err error
-	conditional := false
+	left, over := l.stageBesideAcquire(ctx, batch, conditional, &p0)
+	if over {
+		return
+	}
+	l.waitForCommit(ctx, left, p0.Version)
+}
+
+// finish answers a batch.
+func finish(p *pending, r result) { p.done <- r }
+
+// readConditions reads the committed state before a group with a
+// conditional batch is staged: a waiter that answered a mismatch for a
+// batch some leader could still take would lie. Other batches are staged
+// at once; a key committed before is found by the first poll (and the
+// leader skips its staged copy). ok is false when the group is answered:
+// the topic is being deleted, or the state cannot be read.
+func (l *Log) readConditions(ctx context.Context, batch []*pending) (p0 meta.Partition, conditional, ok bool) {
 	for _, p := range batch {
 		conditional = conditional || p.expected >= 0
 	}
-	if conditional {
-		p0, err = l.cfg.Meta.Partition(ctx, l.cfg.Key)
-		if err == nil && p0.Deleted {
-			// The incarnation is being deleted: its high watermark is no
-			// answer to a condition on the topic (which may be created
-			// again); the caller looks the topic up again.
-			for _, p := range batch {
-				finish(p, result{err: fmt.Errorf("%w: %v", ErrDeleted, l.cfg.Key)})
-			}
-			return
+	if !conditional {
+		return p0, false, true
+	}
+	p0, err := l.cfg.Meta.Partition(ctx, l.cfg.Key)
+	if err == nil && p0.Deleted {
+		// The incarnation is being deleted: its high watermark is no
+		// answer to a condition on the topic (which may be created
+		// again); the caller looks the topic up again.
+		for _, p := range batch {
+			finish(p, result{err: fmt.Errorf("%w: %v", ErrDeleted, l.cfg.Key)})
 		}
-		if err == nil {
-			err = l.win.refresh(l.cfg.FS, l.cfg.Dir, &p0, l.cfg.Now(), l.cfg.IdempotencyWindow)
-		}
+		return p0, true, false
+	}
+	if err == nil {
+		err = l.win.refresh(l.cfg.FS, l.cfg.Dir, &p0, l.cfg.Now(), l.cfg.IdempotencyWindow)
 	}
 	if err != nil {
 		for _, p := range batch {
 			finish(p, result{err: fmt.Errorf("%w: lease held and state unreadable: %w", ErrUnavailable, err)})
 		}
-		return
+		return p0, true, false
 	}
-	left = left[:0:0]
-	// The staged files of our batches answered before go now, beside the
-	// new ones' writes (each a durable round trip on a network file
-	// system, and independent).
+	return p0, true, true
+}
+
+// stageBesideAcquire stages the group's batches (those a condition does
+// not decide) and returns them as left. Beside the staging go the removal
+// of our staged files answered before (each a durable round trip on a
+// network file system, and independent) and, for a warm writer, its
+// acquire. over is true when nothing is left to wait for: every batch is
+// answered, or a round this Log led settled them.
+func (l *Log) stageBesideAcquire(ctx context.Context, batch []*pending, conditional bool, p0 *meta.Partition) (left []*pending, over bool) {
 	done := l.answeredStaged
 	l.answeredStaged = nil
 	// The writer that led the last round it knows of (it released the
@@ -196,7 +212,7 @@ func (l *Log) waitTurn(ctx context.Context, batch []*pending) {
 	l.cfg.Parallel(tasks, func(i int) {
 		switch {
 		case i == 0:
-			left = l.stage(batch, conditional, &p0, finish, left)
+			left = l.stage(batch, conditional, p0, finish, nil)
 		case i == n:
 			l.waiting = true
 			leaseErr = l.ensureWriter(ctx)
@@ -206,28 +222,37 @@ func (l *Log) waitTurn(ctx context.Context, batch []*pending) {
 			l.removeStaged(done)
 		}
 	})
+	if !tryLease {
+		return left, len(left) == 0
+	}
 	// The round starts once both are done: it lists the write buffer
 	// (ours are in it), and an acquire that failed leaves our batches
 	// staged for the holder, as they would be had we tried after.
-	if tryLease {
-		switch {
-		case leaseErr == nil && len(left) == 0:
-			// Nothing of ours is left to write: the lease goes back.
-			l.acquiredAhead = false
-			l.releaseLease(ctx)
-		case leaseErr == nil:
-			if l.leadWaiting(ctx, left, finish) {
-				return
-			}
-		case !errors.Is(leaseErr, errBusy):
-			for _, p := range left {
-				finish(p, result{err: leaseErr})
-			}
-			return
+	switch {
+	case leaseErr == nil && len(left) == 0:
+		// Nothing of ours is left to write: the lease goes back.
+		l.acquiredAhead = false
+		l.releaseLease(ctx)
+		return nil, true
+	case leaseErr == nil:
+		return left, l.leadWaiting(ctx, left, finish)
+	case !errors.Is(leaseErr, errBusy):
+		for _, p := range left {
+			finish(p, result{err: leaseErr})
 		}
+		return nil, true
 	}
+	return left, false
+}
+
+// waitForCommit watches for the commit that names left's staged batches:
+// the checkpoint between item reads (a commit shows there as a newer
+// version), the item at least every waitItemEvery. It answers each batch
+// a commit names, leads a round when the lease is free (ours and whatever
+// else is staged), and answers ErrUnavailable at a batch's deadline.
+// version is the item version already read for the window (0: none).
+func (l *Log) waitForCommit(ctx context.Context, left []*pending, version uint64) {
 	interval := pollMin
-	version := p0.Version // 0 unless read: the first poll reads the window
 	freePolls := 0
 	lookItem, itemAt := true, time.Time{}
 	var stamp ckptStamp // the checkpoint's, at the last look
@@ -238,8 +263,6 @@ func (l *Log) waitTurn(ctx context.Context, batch []*pending) {
 		interval = min(interval*3/2, pollMax)
 		now := l.cfg.Now()
 		if l.cfg.Checkpoint && !lookItem && now.Sub(itemAt) < waitItemEvery {
-			// Between item reads, the checkpoint: a commit shows there
-			// as a newer version (waitCheckpoint).
 			var lead bool
 			left, lead, lookItem = l.waitCheckpoint(left, &version, &stamp, finish)
 			if lead && l.leadWaiting(ctx, left, finish) {
