@@ -212,7 +212,7 @@ func (l *Log) stageBesideAcquire(ctx context.Context, batch []*pending, conditio
 	l.cfg.Parallel(tasks, func(i int) {
 		switch {
 		case i == 0:
-			left = l.stage(batch, conditional, p0, finish, nil)
+			left = l.stage(batch, conditional, p0)
 		case i == n:
 			l.waiting = true
 			leaseErr = l.ensureWriter(ctx)
@@ -235,7 +235,7 @@ func (l *Log) stageBesideAcquire(ctx context.Context, batch []*pending, conditio
 		l.releaseLease(ctx)
 		return nil, true
 	case leaseErr == nil:
-		return left, l.leadWaiting(ctx, left, finish)
+		return left, l.leadWaiting(ctx, left)
 	case !errors.Is(leaseErr, errBusy):
 		for _, p := range left {
 			finish(p, result{err: leaseErr})
@@ -264,12 +264,12 @@ func (l *Log) waitForCommit(ctx context.Context, left []*pending, version uint64
 		now := l.cfg.Now()
 		if l.cfg.Checkpoint && !lookItem && now.Sub(itemAt) < waitItemEvery {
 			var lead bool
-			left, lead, lookItem = l.waitCheckpoint(left, &version, &stamp, finish)
-			if lead && l.leadWaiting(ctx, left, finish) {
+			left, lead, lookItem = l.waitCheckpoint(left, &version, &stamp)
+			if lead && l.leadWaiting(ctx, left) {
 				return
 			}
 			interval = ckptPoll
-			left = l.waitedOut(left, now, finish)
+			left = l.waitedOut(left, now)
 			continue
 		}
 		lookItem, itemAt = false, now
@@ -312,18 +312,17 @@ func (l *Log) waitForCommit(ctx context.Context, left []*pending, version uint64
 			// The writer of the oldest staged batch leads first; the
 			// others give it a few polls, so a free lease is not raced
 			// for by every waiter (a failed acquire costs a write).
-			if len(left) > 0 && free && (freePolls > 2 || l.oldestStaged(left)) && l.leadWaiting(ctx, left, finish) {
+			if len(left) > 0 && free && (freePolls > 2 || l.oldestStaged(left)) && l.leadWaiting(ctx, left) {
 				return
 			}
 		}
-		left = l.waitedOut(left, now, finish)
+		left = l.waitedOut(left, now)
 	}
 }
 
 // stage writes each batch of batch to the write buffer, unless the state
-// p0 read for conditional ones decides it, and appends those staged to
-// left.
-func (l *Log) stage(batch []*pending, conditional bool, p0 *meta.Partition, finish func(*pending, result), left []*pending) []*pending {
+// p0 read for conditional ones decides it, and returns those staged.
+func (l *Log) stage(batch []*pending, conditional bool, p0 *meta.Partition) (left []*pending) {
 	for _, p := range batch {
 		if r, ok := l.decided(p, p0); conditional && ok {
 			finish(p, r)
@@ -347,7 +346,7 @@ func (l *Log) stage(batch []*pending, conditional bool, p0 *meta.Partition, fini
 // leadWaiting has waiting batches lead a round themselves (ours first,
 // then whatever else is staged), and answers them; false if the lease was
 // taken meanwhile (they go on waiting).
-func (l *Log) leadWaiting(ctx context.Context, left []*pending, finish func(*pending, result)) bool {
+func (l *Log) leadWaiting(ctx context.Context, left []*pending) bool {
 	l.waiting = true
 	apps, err := l.write(ctx, left)
 	l.waiting = false
@@ -408,7 +407,7 @@ const ckptPoll = 2 * time.Millisecond
 // version) may have, and a checkpoint that cannot be read says nothing.
 // A freed lease that another waiter's batch is older than is theirs to
 // take: the next commit shows.
-func (l *Log) waitCheckpoint(left []*pending, version *uint64, last *ckptStamp, finish func(*pending, result)) (_ []*pending, lead, lookItem bool) {
+func (l *Log) waitCheckpoint(left []*pending, version *uint64, last *ckptStamp) (_ []*pending, lead, lookItem bool) {
 	v, changed, ok := l.checkpointIfChanged(last)
 	if !ok {
 		return left, false, true
@@ -454,7 +453,7 @@ func (l *Log) sawVersion(v uint64) {
 
 // waitedOut answers ErrWaitedOut for the batches whose deadline has passed
 // and returns the others.
-func (l *Log) waitedOut(left []*pending, now time.Time, finish func(*pending, result)) []*pending {
+func (l *Log) waitedOut(left []*pending, now time.Time) []*pending {
 	rest := left[:0:0]
 	for _, p := range left {
 		if !now.Before(p.deadline) {
