@@ -99,6 +99,9 @@ type Config struct {
 	// and how soon a writer alone parks its lease. Zero: their defaults.
 	Parallel func(n int, fn func(i int))
 	SoloFor  time.Duration
+	// Detach is the partitions' (partition.Config.Detach): where a
+	// leading produce's work after its answer runs. Nil: before the answer.
+	Detach func(fn func())
 	// MaxOpenWriters bounds the partitions this process keeps writing
 	// with their files open (writers.go). Default: half the descriptor
 	// limit (RLIMIT_NOFILE), five descriptors each.
@@ -541,6 +544,7 @@ func (t *topic) part(ctx context.Context, p int) (*partition.Log, error) {
 		Rand:               c.Rand,
 		Parallel:           c.Parallel,
 		SoloFor:            c.SoloFor,
+		Detach:             c.Detach,
 		Checkpoint:         c.Checkpoint,
 		CreateTime:         t.cfg.TimestampType == TimestampCreate,
 	})

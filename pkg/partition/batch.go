@@ -116,7 +116,10 @@ func (l *Log) AppendBatch(ctx context.Context, b Batch) (Appended, error) {
 	lead := !l.flushing
 	l.flushing = true
 	l.qmu.Unlock()
-	if lead {
+	switch {
+	case lead && l.cfg.Detach != nil:
+		l.cfg.Detach(func() { l.lead(ctx) })
+	case lead:
 		l.lead(ctx)
 	}
 	// The batch may already be on disk: wait for its outcome whatever ctx
@@ -371,7 +374,7 @@ func (l *Log) leadWaiting(ctx context.Context, left []*pending) bool {
 			l.answeredStaged = append(l.answeredStaged, p.staged.name)
 		}
 	}
-	l.chainRounds(ctx)
+	l.afterAnswers(ctx)
 	return true
 }
 

@@ -171,6 +171,15 @@ type Config struct {
 	// network file system each read is a round trip); the simulation runs
 	// them in turn.
 	Parallel func(n int, fn func(i int))
+	// Detach, if set, runs fn on a goroutine of its own and returns: fn is
+	// the work of the Append that leads a group commit (the rounds, then
+	// what follows their answers: the checkpoint, rounds for batches other
+	// writers staged, the release), so that Append returns as soon as its
+	// own batch is answered. Whoever sets it sees fn through before the
+	// process may stop or freeze (Lambda: pkg/lambdafn keeps the container
+	// from freezing until it has). Nil: the leading Append does that work
+	// before it returns.
+	Detach func(fn func())
 	// SoloFor is how long after it last saw another writer a Log without
 	// HoldLease does not park its lease (park.go). Default DefaultSoloFor;
 	// negative: it never parks.
@@ -305,8 +314,12 @@ type Log struct {
 	lastSealed  *segment.ID // the segment sealed (or dropped empty) by this acquire
 	acquiredAt  time.Time   // when the lease was acquired
 	ckptMissing bool        // the checkpoint file may not exist (ensureCheckpoint)
-	again       bool        // the last commit kept the lease for another round (chainRounds)
-	contended   time.Time   // until then, stage first (ensureWriter)
+	again       bool        // the last commit kept the lease for another round (afterAnswers)
+	// tail is what the last committed round does after its answers
+	// (commit sets it, afterAnswers runs it): its checkpoint, and the
+	// removal of staged files too old for any waiter.
+	tail      func()
+	contended time.Time // until then, stage first (ensureWriter)
 	// answeredStaged are the staged files of this Log's batches answered
 	// since its last staging: removed with the next (waitTurn), at
 	// Release, or by a leader once they are too old.
@@ -470,7 +483,7 @@ func (l *Log) flush(ctx context.Context, batch []*pending) {
 			p.done <- result{app: apps[i]}
 		}
 	}
-	l.chainRounds(ctx)
+	l.afterAnswers(ctx)
 }
 
 // maxChain bounds the rounds a Lambda-mode leader runs for other writers'
@@ -479,13 +492,18 @@ func (l *Log) flush(ctx context.Context, batch []*pending) {
 // acquire (1 s by default; a round takes milliseconds).
 const maxChain = 4
 
-// chainRounds runs the rounds a Lambda-mode commit kept the lease for: each
-// takes the batches staged since, and the last releases the lease.
-func (l *Log) chainRounds(ctx context.Context) {
+// afterAnswers is what a leader does once its round's batches are
+// answered: the round's tail (its checkpoint), then the rounds a
+// Lambda-mode commit kept the lease for, each taking the batches staged
+// since (the last releases the lease).
+func (l *Log) afterAnswers(ctx context.Context) {
+	l.runTail()
 	for l.again && l.holding {
 		l.again = false
 		l.chained++
-		if _, err := l.write(ctx, nil); err != nil {
+		_, err := l.write(ctx, nil)
+		l.runTail()
+		if err != nil {
 			l.cfg.Logger.Warn("round for staged batches", "topic", l.cfg.Key.Topic, "partition", l.cfg.Key.Partition, "err", err)
 		}
 	}
@@ -494,6 +512,14 @@ func (l *Log) chainRounds(ctx context.Context) {
 		l.releaseLease(ctx)
 	}
 	l.chained = 0
+}
+
+// runTail runs the tail the last committed round left, if any.
+func (l *Log) runTail() {
+	if t := l.tail; t != nil {
+		l.tail = nil
+		t()
+	}
 }
 
 // replay is the answer to a batch whose key the window has: the committed

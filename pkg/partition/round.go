@@ -25,8 +25,10 @@ import (
 //  4. persist: write the records and the entries, and fsync both: the
 //     durability point, before the commit names the bytes;
 //  5. commit: one conditional write of the new state, releasing, keeping
-//     or parking the lease; then publish it (view, window, checkpoint) and
-//     remove the staged files taken.
+//     or parking the lease; then publish it in this process (view, window).
+//     Its checkpoint for other processes, and the removal of staged files
+//     too old for any waiter, follow the round's answers (l.tail,
+//     afterAnswers).
 //
 // A failure before the commit drops the writer and releases the lease with
 // the state last committed; a failed commit forgets the writer (fenced or
@@ -276,7 +278,7 @@ func (l *Log) persist(ctx context.Context, r *round) error {
 }
 
 // mayChain reports whether a commit may keep the lease for another round
-// (chainRounds): Lambda mode, a round that took staged batches (others are
+// (afterAnswers): Lambda mode, a round that took staged batches (others are
 // writing), within the chain's bounds. It does if batches were staged
 // since the round's listing (r.more, listed while the round's fsyncs ran).
 func (l *Log) mayChain(r *round) bool {
@@ -325,7 +327,7 @@ func (l *Log) commit(ctx context.Context, r *round) error {
 	if r.more && l.mayChain(r) {
 		// Lambda mode, a round that took staged batches (others are
 		// writing), with more staged since the listing: keep the lease
-		// for one more round (chainRounds) rather than release it to a
+		// for one more round (afterAnswers) rather than release it to a
 		// crowd of waiters that would all try to acquire it.
 		release = false
 		l.again = true
@@ -379,24 +381,30 @@ func (l *Log) commit(ctx context.Context, r *round) error {
 	}
 	l.lease = st
 	l.publish(&st)
-	if l.cfg.Checkpoint {
-		// A parked or warm round (nobody committed between this Log's
-		// last commit and this one) writes through the file it kept
-		// open, without a look at the other slots; a writer that keeps
-		// its files open past this commit keeps the checkpoint's too.
-		l.writeCheckpoint(&st, committedAt, wasParked || l.alone, park || release && l.warm)
-	}
-	// Only files too old for any waiter go here. The ones taken, and the
-	// ones committed before, are their waiters' to remove once they have
-	// their answer: the leader's time is the partition's. This Log will
-	// not read them again (committedStaged).
-	l.removeStaged(r.remove)
-	for _, s := range r.others {
-		l.committedStaged[s.name] = true
-	}
 	if l.sealed && l.cfg.OnRoll != nil {
 		l.cfg.OnRoll(l.cfg.Key)
 	}
 	l.sealed = false
+	// The rest goes after the round's answers (afterAnswers): what it
+	// publishes to other processes, the checkpoint, is a cache they do not
+	// rely on (checkpoint.go), and a batch they staged is answered from the
+	// item as well. A parked or warm round (nobody committed between this
+	// Log's last commit and this one) writes it through the file it kept
+	// open, without a look at the other slots; a writer that keeps its
+	// files open past this commit keeps the checkpoint's too.
+	alone, keep := wasParked || l.alone, park || release && l.warm
+	l.tail = func() {
+		if l.cfg.Checkpoint {
+			l.writeCheckpoint(&st, committedAt, alone, keep)
+		}
+		// Only files too old for any waiter go here. The ones taken, and
+		// the ones committed before, are their waiters' to remove once
+		// they have their answer: the leader's time is the partition's.
+		// This Log will not read them again (committedStaged).
+		l.removeStaged(r.remove)
+		for _, s := range r.others {
+			l.committedStaged[s.name] = true
+		}
+	}
 	return nil
 }

@@ -93,6 +93,12 @@ type Config struct {
 	Owner string
 	// ReleaseEachBatch: default false for local, true for aws.
 	ReleaseEachBatch *bool
+	// Detach runs the work a produce that led a round leaves after its
+	// answer: the checkpoint, rounds for batches other writers staged, the
+	// release (partition.Config.Detach). Nil: with ReleaseEachBatch, on a
+	// goroutine Close waits for; otherwise before the answer. The Lambda
+	// functions set their own (pkg/lambdafn).
+	Detach func(fn func())
 	// LeaseTTL is how long a partition lease lives without a commit.
 	// Default 10s.
 	LeaseTTL time.Duration
@@ -170,6 +176,7 @@ type Config struct {
 // Server is an assembled tierlog.
 type Server struct {
 	cfg       Config
+	detached  sync.WaitGroup // Config.Detach's goroutines, by default
 	Broker    *broker.Broker
 	Meta      meta.Store
 	Objects   objstore.Store
@@ -351,6 +358,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		Checkpoint:       cfg.Backend == BackendAWS,
 		ReadOnly:         cfg.ReadOnly,
 		ReleaseEachBatch: *cfg.ReleaseEachBatch,
+		Detach:           s.detachFunc(),
 		Objects:          s.Objects,
 		Cache:            s.Cache,
 		AnswerCacheBytes: cfg.AnswerCacheBytes,
@@ -528,6 +536,17 @@ func (s *Server) Start() {
 
 // Close stops the compactor, closes the broker (releasing leases, syncing
 // files) and the stores.
+// detachFunc is the broker's Detach (Config.Detach).
+func (s *Server) detachFunc() func(func()) {
+	switch {
+	case s.cfg.Detach != nil:
+		return s.cfg.Detach
+	case *s.cfg.ReleaseEachBatch:
+		return s.detached.Go
+	}
+	return nil
+}
+
 func (s *Server) Close() error {
 	s.EndStreams()
 	s.closeSubscriptions()
@@ -538,6 +557,7 @@ func (s *Server) Close() error {
 		s.stop()
 		s.wg.Wait()
 	}
+	s.detached.Wait() // the produces' work after their answers
 	var errs []error
 	if s.Broker != nil {
 		errs = append(errs, s.Broker.Close())
