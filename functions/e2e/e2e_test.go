@@ -444,6 +444,16 @@ func TestFunctionsUnderRIE(t *testing.T) {
 		}
 	}
 
+	// Produce answered before the work its rounds leave (checkpoint,
+	// release), through its internal extension: the RIE ran every
+	// invocation above, each of which waited for the extension to ask for
+	// its next event.
+	for _, fn := range []*rie{s.produce, s.produceB} {
+		if out := fn.out.String(); !strings.Contains(out, "after-answer extension registered") {
+			t.Errorf("%s: the after-answer extension was not registered:\n%s", fn.name, out)
+		}
+	}
+
 	if os.Getenv("E2E_DUMP") != "" {
 		for _, fn := range []*rie{s.produce, s.fetch, s.compactor} {
 			t.Logf("--- %s ---\n%s", fn.name, fn.out.String())

@@ -81,6 +81,10 @@ type Function struct {
 	waker    Notifier
 	lastWake atomic.Int64
 
+	// after runs a produce's work after its answer (Start registers it for
+	// the functions that write); nil: that work runs before the answer.
+	after *afterAnswer
+
 	invoked   atomic.Bool // false until the first invocation: cold start
 	closeOnce sync.Once
 	closeErr  error
@@ -166,6 +170,7 @@ func New(ctx context.Context, name string, opts ...Option) (*Function, error) {
 	}
 	release := true // a frozen container must not sit on a lease
 	cfg.ReleaseEachBatch = &release
+	cfg.Detach = f.detach
 	// The fetch function mounts EFS read-only: it must never write there.
 	cfg.ReadOnly = name == "fetch"
 	if o.notifier != nil && env.CompactorFunction != "" {
@@ -203,7 +208,43 @@ func (f *Function) Server() *server.Server { return f.srv }
 // Start hands handler to the Lambda runtime and never returns. SIGTERM
 // closes the function first.
 func (f *Function) Start(handler any) {
+	f.startAfterAnswer(os.Getenv("AWS_LAMBDA_RUNTIME_API"))
 	lambda.StartWithOptions(handler, lambda.WithEnableSIGTERM(f.shutdown))
+}
+
+// startAfterAnswer registers the extension that lets a function that writes
+// answer before the work its rounds leave (afteranswer.go), when it runs
+// in Lambda, one invocation at a time. Without it that work runs before
+// the answer.
+func (f *Function) startAfterAnswer(runtimeAPI string) {
+	if runtimeAPI == "" || (f.name != "produce" && f.name != "deliver") || lambdacontext.MaxConcurrency() > 1 {
+		return
+	}
+	a, err := startAfterAnswer(runtimeAPI, f.notifyRolls)
+	if err != nil {
+		f.log.Warn("after-answer extension not registered: produce answers after its checkpoint", "err", err)
+		return
+	}
+	f.after = a
+	f.log.Info("after-answer extension registered", "extension", extensionName)
+}
+
+// detach is the server's Detach: on the extension's goroutine when it is
+// registered, else in place.
+func (f *Function) detach(fn func()) {
+	if f.after == nil {
+		fn()
+		return
+	}
+	f.after.detach(fn)
+}
+
+// notifyRolls notifies the compactor of the segments the work after an
+// answer sealed (the handler notified of those sealed before).
+func (f *Function) notifyRolls() {
+	if keys := f.rolls.take(); len(keys) > 0 && f.notifier != nil {
+		notify(context.Background(), f.notifier, f.env.NotifyTimeout, keys, f.log)
+	}
 }
 
 // shutdown runs on SIGTERM (Lambda sends it between invocations, then
@@ -241,6 +282,9 @@ func (f *Function) invoke(ctx context.Context, fn func(ctx context.Context, inv 
 	}
 	f.ids.set(reqID)
 	defer f.ids.clear()
+	if f.after != nil && reqID != "" {
+		defer f.after.handlerReturned(reqID)
+	}
 	if f.tracer != nil {
 		ctx = trace.WithTracer(ctx, f.tracer)
 	}
