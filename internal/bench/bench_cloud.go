@@ -676,7 +676,8 @@ func straceOps(sys map[string]int64) map[string]int64 {
 
 // cellUsage is what a cell's acknowledged produces used, for the cost
 // model: Lambda duration at the cell's p50 less the overhead (API Gateway
-// and the invoke are not the function's time), DynamoDB units as counted
+// and the invoke are not the function's time), plus the servers' work after
+// the answers (billed too: docs/lambda.md), DynamoDB units as counted
 // (1 KB items: one unit a request; failed conditional writes too), the hot
 // tier's bytes, and the tiering step's S3 requests and compactor time per
 // MiB, for the record bytes.
@@ -685,7 +686,7 @@ func (r *cloudResult) cellUsage(c *contentionCell) usage {
 	recBytes := ok * float64(r.o.Records*r.o.RecordBytes)
 	u := usage{
 		Requests: ok, BodyBytes: ok * float64(len(contentionBatch(r.o.Records, r.o.RecordBytes))),
-		LambdaSeconds: ok * max(c.P50-c.Overhead, 0).Seconds(),
+		LambdaSeconds: ok*max(c.P50-c.Overhead, 0).Seconds() + c.AfterAnswer.Seconds(),
 		DDBWriteUnits: float64(c.DDBWrites), DDBReadUnits: float64(c.DDBReads),
 		EFSWriteBytes: float64(c.FSBytes["written"]), EFSReadBytes: float64(c.FSBytes["read"]),
 	}

@@ -91,6 +91,9 @@ type contentionCell struct {
 	S3Calls        int64 // requests that reached the S3 endpoint (want 0)
 	// DDBTaken is the time the DynamoDB requests took, the delay included.
 	DDBTaken time.Duration
+	// AfterAnswer is the servers' time on produce work after the answers
+	// (tierlog_after_answer_seconds_total): a Lambda function bills it.
+	AfterAnswer time.Duration
 }
 
 func (c *contentionCell) okPerSec() float64 { return float64(c.OK) / c.Elapsed.Seconds() }
@@ -706,6 +709,7 @@ func runContentionCell(ctx context.Context, o ContentionOpts, e cellEnv, spec Ce
 		c.FSOps += v
 	}
 	c.FSBytes, c.RoundTrips, c.Charged, c.Taken = d.fsBytes, d.roundTrips, d.charged, d.taken
+	c.AfterAnswer = d.afterAnswer
 	return c, nil
 }
 
@@ -757,12 +761,13 @@ var (
 	fsBytesRE    = regexp.MustCompile(`(?m)^tierlog_hot_fs_bytes_total\{direction="([a-z]+)"\} (\S+)$`)
 	roundTripsRE = regexp.MustCompile(`(?m)^tierlog_hot_fs_round_trips_total\{class="([a-z]+)"\} (\S+)$`)
 	latencyRE    = regexp.MustCompile(`(?m)^tierlog_hot_fs_latency_seconds_total\{kind="([a-z]+)"\} (\S+)$`)
+	afterRE      = regexp.MustCompile(`(?m)^tierlog_(after_answer)_seconds_total (\S+)$`)
 )
 
 // serverCounts are counters of the servers' /metrics, summed over them.
 type serverCounts struct {
 	fsOps, metaOps, fsBytes, roundTrips map[string]int64
-	charged, taken                      time.Duration
+	charged, taken, afterAnswer         time.Duration
 }
 
 // minus is c - before, series by series (zero differences left out).
@@ -778,7 +783,7 @@ func (c serverCounts) minus(before serverCounts) serverCounts {
 	}
 	return serverCounts{fsOps: sub(c.fsOps, before.fsOps), metaOps: sub(c.metaOps, before.metaOps),
 		fsBytes: sub(c.fsBytes, before.fsBytes), roundTrips: sub(c.roundTrips, before.roundTrips),
-		charged: c.charged - before.charged, taken: c.taken - before.taken}
+		charged: c.charged - before.charged, taken: c.taken - before.taken, afterAnswer: c.afterAnswer - before.afterAnswer}
 }
 
 // scrapeCounts sums, over the servers, tierlog_hot_fs_ops_total by op,
@@ -809,7 +814,7 @@ func scrapeCounts(ctx context.Context, hc *http.Client, urls []string) (serverCo
 			scale    float64
 			optional bool
 		}{{fsOpsRE, sc.fsOps, 1, false}, {metaOpsRE, sc.metaOps, 1, false}, {fsBytesRE, sc.fsBytes, 1, false},
-			{roundTripsRE, sc.roundTrips, 1, true}, {latencyRE, latency, 1e9, true}} {
+			{roundTripsRE, sc.roundTrips, 1, true}, {latencyRE, latency, 1e9, true}, {afterRE, latency, 1e9, true}} {
 			ms := x.re.FindAllSubmatch(b, -1)
 			if len(ms) == 0 && !x.optional {
 				return sc, fmt.Errorf("scrape %s/metrics: no match for %s (a tierlog binary older than the harness?)", u, x.re)
@@ -824,6 +829,7 @@ func scrapeCounts(ctx context.Context, hc *http.Client, urls []string) (serverCo
 		}
 	}
 	sc.charged, sc.taken = time.Duration(latency["charged"]), time.Duration(latency["taken"])
+	sc.afterAnswer = time.Duration(latency["after_answer"])
 	return sc, nil
 }
 

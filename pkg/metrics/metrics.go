@@ -18,6 +18,10 @@ type Set struct {
 	FlushRecords   atomic.Int64
 	FlushBytes     atomic.Int64
 	LeaseConflicts atomic.Int64 // lease busy or commit fenced
+	// AfterAnswer is the time (ns) spent on produce work after the
+	// answer (partition.Config.Detach): the checkpoint, chained rounds,
+	// the release. Lambda bills it with the invocation.
+	AfterAnswer atomic.Int64
 
 	// Damage: reads answered with damaged records (never served), and
 	// sealed segments the compactor quarantined. Either nonzero is an alarm.
@@ -41,6 +45,13 @@ func (s *Set) ObserveFlush(d time.Duration, records, bytes int) {
 	s.Flush.Observe(d.Seconds())
 	s.FlushRecords.Add(int64(records))
 	s.FlushBytes.Add(int64(bytes))
+}
+
+// ObserveAfterAnswer records work done after a produce's answer.
+func (s *Set) ObserveAfterAnswer(d time.Duration) {
+	if s != nil {
+		s.AfterAnswer.Add(int64(d))
+	}
 }
 
 // Conflict counts a lease conflict.

@@ -497,6 +497,10 @@ const maxChain = 4
 // Lambda-mode commit kept the lease for, each taking the batches staged
 // since (the last releases the lease).
 func (l *Log) afterAnswers(ctx context.Context) {
+	if l.cfg.Detach != nil {
+		// Done after the leading Append's answer too: Lambda bills it.
+		defer func(start time.Time) { l.cfg.Metrics.ObserveAfterAnswer(time.Since(start)) }(time.Now())
+	}
 	l.runTail()
 	for l.again && l.holding {
 		l.again = false

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"math"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tierlog/tierlog/internal/testenv"
 	"github.com/tierlog/tierlog/pkg/segment"
 	"github.com/tierlog/tierlog/pkg/server"
 )
@@ -131,5 +133,58 @@ func TestMetricsHotFSLatency(t *testing.T) {
 		}
 		ts.Close()
 		s.Close()
+	}
+}
+
+// TestMetricsAfterAnswer: with ReleaseEachBatch (Lambda mode) a produce's
+// work after its answer runs on the server's goroutine and is timed in
+// tierlog_after_answer_seconds_total; holding the lease, none runs after.
+func TestMetricsAfterAnswer(t *testing.T) {
+	for _, release := range []bool{true, false} {
+		s, err := server.Open(context.Background(), server.Config{DataDir: t.TempDir(), CompactInterval: -1, ReleaseEachBatch: &release})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts := httptest.NewServer(s.Handler())
+		after := func() float64 {
+			t.Helper()
+			resp, err := ts.Client().Get(ts.URL + "/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			m := regexp.MustCompile(`(?m)^tierlog_after_answer_seconds_total (\S+)$`).FindSubmatch(b)
+			if m == nil {
+				t.Fatalf("no tierlog_after_answer_seconds_total in:\n%s", b)
+			}
+			v, _ := strconv.ParseFloat(string(m[1]), 64)
+			return v
+		}
+		for _, p := range [][2]string{{"/v1/topics", `{"name":"t","partitions":1}`}, {"/v1/topics/t/partitions/0/records", `{"records":[{"value":"a"}]}`}} {
+			resp, err := ts.Client().Post(ts.URL+p[0], "application/json", strings.NewReader(p[1]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode/100 != 2 {
+				t.Fatalf("POST %s: %d", p[0], resp.StatusCode)
+			}
+		}
+		if release {
+			testenv.Eventually(t, 10*time.Second, func() error {
+				if v := after(); v <= 0 {
+					return fmt.Errorf("release each batch: tierlog_after_answer_seconds_total %v after a produce, want > 0", v)
+				}
+				return nil
+			})
+		} else if v := after(); v != 0 {
+			t.Errorf("lease held: tierlog_after_answer_seconds_total %v, want 0 (nothing runs after the answer)", v)
+		}
+		ts.Close()
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

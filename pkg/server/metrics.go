@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -19,6 +20,7 @@ type collector struct {
 	s *Server
 
 	flush, flushRecords, flushBytes, conflicts      *prometheus.Desc
+	afterAnswer                                     *prometheus.Desc
 	s3Requests, s3Errors, s3Bytes                   *prometheus.Desc
 	metaRequests, hotFSOps                          *prometheus.Desc
 	hotFSBytes, hotFSRoundTrips, hotFSCharged       *prometheus.Desc
@@ -45,6 +47,7 @@ func newCollector(s *Server) *collector {
 		flushRecords:     d("flush_records_total", "Records written by flushes."),
 		flushBytes:       d("flush_bytes_total", "Record bytes written by flushes."),
 		conflicts:        d("lease_conflicts_total", "Lease busy or commit fenced."),
+		afterAnswer:      d("after_answer_seconds_total", "Time spent on produce work after the answer: a round's checkpoint, rounds for staged batches, the release (Lambda bills it)."),
 		s3Requests:       d("object_requests_total", "Object store calls by operation (S3 requests on the aws backend).", "op"),
 		s3Errors:         d("object_errors_total", "Failed object store calls by operation.", "op"),
 		s3Bytes:          d("object_bytes_total", "Object store bytes moved.", "direction"),
@@ -88,6 +91,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.flushRecords, m.FlushRecords.Load())
 	counter(c.flushBytes, m.FlushBytes.Load())
 	counter(c.conflicts, m.LeaseConflicts.Load())
+	ch <- prometheus.MustNewConstMetric(c.afterAnswer, prometheus.CounterValue, time.Duration(m.AfterAnswer.Load()).Seconds())
 	for _, op := range objstore.Ops {
 		counter(c.s3Requests, c.s.Counters.Calls(op), op.String())
 		counter(c.s3Errors, c.s.Counters.Errors(op), op.String())
