@@ -391,7 +391,7 @@ func runReaderStep(ctx context.Context, o CloudOpts, cl *cluster) (*readerResult
 	go func() {
 		offset := next
 		for cctx.Err() == nil {
-			sleepOverhead(cctx, o.Overhead)
+			sleepOverhead(o.Overhead)
 			u := fmt.Sprintf("%s/v1/topics/reader/partitions/0/records?offset=%d&wait_ms=20000", rbase, offset)
 			code, b, err := httpDo(cctx, hc, http.MethodGet, u, nil)
 			at := time.Now()
@@ -426,7 +426,7 @@ func runReaderStep(ctx context.Context, o CloudOpts, cl *cluster) (*readerResult
 
 	var afterAck, afterSend []time.Duration
 	for range o.ReaderSamples {
-		sleepOverhead(ctx, o.Overhead)
+		sleepOverhead(o.Overhead)
 		sent := time.Now()
 		base, err := produceOffset(ctx, hc, produceURL, payload)
 		if err != nil {

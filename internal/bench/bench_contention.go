@@ -34,6 +34,8 @@ import (
 	"github.com/tierlog/tierlog/internal/testenv"
 	"github.com/tierlog/tierlog/pkg/meta/dynamo"
 	"github.com/tierlog/tierlog/pkg/segment"
+
+	"github.com/tierlog/tierlog/internal/hrsleep"
 )
 
 // ContentionOpts configures `tierlog bench contention`.
@@ -298,9 +300,7 @@ type floorTransport struct {
 func (t floorTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	start := time.Now()
 	resp, err := t.base.RoundTrip(r)
-	if d := time.Duration(t.p.delay.Load()) - time.Since(start); d > 0 {
-		time.Sleep(d)
-	}
+	hrsleep.Sleep(time.Duration(t.p.delay.Load()) - time.Since(start))
 	t.p.taken.Add(int64(time.Since(start)))
 	return resp, err
 }
@@ -539,18 +539,10 @@ type CellSpec struct {
 }
 
 // sleepOverhead stands for API Gateway and a warm Lambda in front of each
-// request: the client waits d before sending.
-func sleepOverhead(ctx context.Context, d time.Duration) {
-	if d <= 0 {
-		return
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
-}
+// request: the client waits d before sending (on the kernel's timer, as
+// the latency profile's waits: a runtime timer would add up to 1 ms). A
+// cell that ends meanwhile ends its request after the wait.
+func sleepOverhead(d time.Duration) { hrsleep.Sleep(d) }
 
 func runContentionCell(ctx context.Context, o ContentionOpts, e cellEnv, spec CellSpec) (*contentionCell, error) {
 	n := spec.writers
@@ -615,7 +607,7 @@ func runContentionCell(ctx context.Context, o ContentionOpts, e cellEnv, spec Ce
 	// first produce of a cold process is timed apart.
 	for i := range urls {
 		t0 := time.Now()
-		sleepOverhead(ctx, o.Overhead)
+		sleepOverhead(o.Overhead)
 		code, body, err := httpDo(ctx, hc, http.MethodPost, produceURL(i), payload)
 		if err != nil || code != http.StatusOK {
 			return nil, fmt.Errorf("warm-up produce on server %d: %d %v %s", i, code, err, body)
@@ -644,7 +636,7 @@ func runContentionCell(ctx context.Context, o ContentionOpts, e cellEnv, spec Ce
 			u := produceURL(i)
 			for time.Now().Before(deadline) && cctx.Err() == nil {
 				t0 := time.Now()
-				sleepOverhead(cctx, o.Overhead)
+				sleepOverhead(o.Overhead)
 				code, _, err := httpDo(cctx, hc, http.MethodPost, u, payload)
 				if cctx.Err() != nil {
 					return // interrupted: not an answer

@@ -22,7 +22,7 @@ const module = "github.com/tierlog/tierlog"
 // assembles whatever it needs from any layer.
 var layers = [][]string{
 	// Leaves: they import no package of the module.
-	{"pkg/index", "pkg/wire", "pkg/partitioner", "pkg/metrics", "pkg/trace", "internal/apilimit", "internal/jsonx", "internal/testenv", "localstack/emulator"},
+	{"pkg/index", "pkg/wire", "pkg/partitioner", "pkg/metrics", "pkg/trace", "internal/apilimit", "internal/jsonx", "internal/testenv", "internal/hrsleep", "localstack/emulator"},
 	// The segment file format (over the index); the Go client (over the
 	// wire format and the partitioner).
 	{"pkg/segment", "pkg/client"},

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tierlog/tierlog/internal/hrsleep"
 )
 
 // RoundTrip is what one hot-tier call costs on a network file system such
@@ -138,7 +140,7 @@ type Clock interface {
 type realClock struct{}
 
 func (realClock) Now() time.Time        { return time.Now() }
-func (realClock) Sleep(d time.Duration) { time.Sleep(d) }
+func (realClock) Sleep(d time.Duration) { hrsleep.Sleep(d) } // the runtime's timers wake up to 1 ms late
 
 // LatencyFS wraps inner so that each call, on it and on the files it
 // opens, takes at least the latency its round-trip class costs under p:
