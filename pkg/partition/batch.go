@@ -117,8 +117,15 @@ func (l *Log) AppendBatch(ctx context.Context, b Batch) (Appended, error) {
 	l.flushing = true
 	l.qmu.Unlock()
 	switch {
-	case lead && l.cfg.Detach != nil:
-		l.cfg.Detach(func() { l.lead(ctx) })
+	case lead && l.cfg.Detach != nil && l.parkedHint.Load():
+		// A writer alone: answered once its commit applied (Detach).
+		// Where others write, the leader's answer still waits for what
+		// follows its round (the checkpoint, the rounds chained for
+		// staged batches, the release): answered sooner, it comes back
+		// ahead of the writers its next round would take, and they miss
+		// it (docs/benchmarks.md, "The checkpoint after the answer").
+		dctx := context.WithValue(ctx, detachedKey{}, true)
+		l.cfg.Detach(func() { l.lead(dctx) })
 	case lead:
 		l.lead(ctx)
 	}

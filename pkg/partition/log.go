@@ -172,10 +172,10 @@ type Config struct {
 	// them in turn.
 	Parallel func(n int, fn func(i int))
 	// Detach, if set, runs fn on a goroutine of its own and returns: fn is
-	// the work of the Append that leads a group commit (the rounds, then
-	// what follows their answers: the checkpoint, rounds for batches other
-	// writers staged, the release), so that Append returns as soon as its
-	// own batch is answered. Whoever sets it sees fn through before the
+	// the work of the Append that leads a group commit of a writer alone
+	// (its lease parked: the round, then what follows its answers, the
+	// checkpoint), so that Append returns as soon as its own batch is
+	// answered. Whoever sets it sees fn through before the
 	// process may stop or freeze (Lambda: pkg/lambdafn keeps the container
 	// from freezing until it has). Nil: the leading Append does that work
 	// before it returns.
@@ -315,6 +315,11 @@ type Log struct {
 	acquiredAt  time.Time   // when the lease was acquired
 	ckptMissing bool        // the checkpoint file may not exist (ensureCheckpoint)
 	again       bool        // the last commit kept the lease for another round (afterAnswers)
+	// parkedHint is whether the lease was parked when the last flush
+	// ended (a writer alone): AppendBatch reads it, without wmu, to
+	// decide whether a leading Append is answered before the work after
+	// its round (Config.Detach). A stale value only costs time.
+	parkedHint atomic.Bool
 	// tail is what the last committed round does after its answers
 	// (commit sets it, afterAnswers runs it): its checkpoint, and the
 	// removal of staged files too old for any waiter.
@@ -497,8 +502,8 @@ const maxChain = 4
 // Lambda-mode commit kept the lease for, each taking the batches staged
 // since (the last releases the lease).
 func (l *Log) afterAnswers(ctx context.Context) {
-	if l.cfg.Detach != nil {
-		// Done after the leading Append's answer too: Lambda bills it.
+	if ctx.Value(detachedKey{}) != nil {
+		// After the leading Append's answer too (Detach): Lambda bills it.
 		defer func(start time.Time) { l.cfg.Metrics.ObserveAfterAnswer(time.Since(start)) }(time.Now())
 	}
 	l.runTail()
@@ -516,7 +521,12 @@ func (l *Log) afterAnswers(ctx context.Context) {
 		l.releaseLease(ctx)
 	}
 	l.chained = 0
+	l.parkedHint.Store(l.holding && l.parked)
 }
+
+// detachedKey marks the context of a lead run on Config.Detach's
+// goroutine: what follows its answers is after the leading Append's too.
+type detachedKey struct{}
 
 // runTail runs the tail the last committed round left, if any.
 func (l *Log) runTail() {
@@ -553,6 +563,7 @@ func (l *Log) Close(ctx context.Context) error {
 func (l *Log) Release(ctx context.Context) (bool, error) {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
+	l.parkedHint.Store(false)
 	l.removeStaged(l.answeredStaged)
 	l.answeredStaged = nil
 	if !l.holding && !l.warm {

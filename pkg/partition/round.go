@@ -392,23 +392,11 @@ func (l *Log) commit(ctx context.Context, r *round) error {
 	// Log's last commit and this one) writes it through the file it kept
 	// open, without a look at the other slots; a writer that keeps its
 	// files open past this commit keeps the checkpoint's too.
-	//
-	// Not so a round that took other writers' batches: they learn of its
-	// commit from the checkpoint, and a leader answered before them would
-	// come back ahead of the writers its next round takes, which then
-	// miss it (docs/benchmarks.md, "The checkpoint after the answer").
 	alone, keep := wasParked || l.alone, park || release && l.warm
-	checkpoint := func() {
+	l.tail = func() {
 		if l.cfg.Checkpoint {
 			l.writeCheckpoint(&st, committedAt, alone, keep)
 		}
-	}
-	if len(r.others) > 0 {
-		checkpoint()
-		checkpoint = func() {}
-	}
-	l.tail = func() {
-		checkpoint()
 		// Only files too old for any waiter go here. The ones taken, and
 		// the ones committed before, are their waiters' to remove once
 		// they have their answer: the leader's time is the partition's.

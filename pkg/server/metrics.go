@@ -47,7 +47,7 @@ func newCollector(s *Server) *collector {
 		flushRecords:     d("flush_records_total", "Records written by flushes."),
 		flushBytes:       d("flush_bytes_total", "Record bytes written by flushes."),
 		conflicts:        d("lease_conflicts_total", "Lease busy or commit fenced."),
-		afterAnswer:      d("after_answer_seconds_total", "Time spent on produce work after the answer: a round's checkpoint, rounds for staged batches, the release (Lambda bills it)."),
+		afterAnswer:      d("after_answer_seconds_total", "Time spent on produce work after the answer: the checkpoint of a round of a writer alone (Lambda bills it)."),
 		s3Requests:       d("object_requests_total", "Object store calls by operation (S3 requests on the aws backend).", "op"),
 		s3Errors:         d("object_errors_total", "Failed object store calls by operation.", "op"),
 		s3Bytes:          d("object_bytes_total", "Object store bytes moved.", "direction"),

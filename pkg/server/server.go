@@ -93,11 +93,11 @@ type Config struct {
 	Owner string
 	// ReleaseEachBatch: default false for local, true for aws.
 	ReleaseEachBatch *bool
-	// Detach runs the work a produce that led a round leaves after its
-	// answer: the checkpoint, rounds for batches other writers staged, the
-	// release (partition.Config.Detach). Nil: with ReleaseEachBatch, on a
-	// goroutine Close waits for; otherwise before the answer. The Lambda
-	// functions set their own (pkg/lambdafn).
+	// Detach runs a produce's work after its answer: for a writer alone
+	// (its lease parked), its round's checkpoint (partition.Config.Detach).
+	// Nil: with ReleaseEachBatch, on a goroutine Close waits for;
+	// otherwise before the answer. The Lambda functions set their own
+	// (pkg/lambdafn).
 	Detach func(fn func())
 	// LeaseTTL is how long a partition lease lives without a commit.
 	// Default 10s.
