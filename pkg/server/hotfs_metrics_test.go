@@ -6,8 +6,6 @@ import (
 	"io"
 	"math"
 	"net/http/httptest"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,32 +25,10 @@ func TestMetricsHotFSOps(t *testing.T) {
 	defer s.Close()
 	ts := httptest.NewServer(s.Handler())
 	defer ts.Close()
-	post := func(path, body string) {
-		t.Helper()
-		resp, err := ts.Client().Post(ts.URL+path, "application/json", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode/100 != 2 {
-			t.Fatalf("POST %s: %d", path, resp.StatusCode)
-		}
-	}
+	post := func(path, body string) { t.Helper(); postOK(t, ts, path, body) }
 	scrape := func(op string) int64 {
 		t.Helper()
-		resp, err := ts.Client().Get(ts.URL + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		m := regexp.MustCompile(`(?m)^tierlog_hot_fs_ops_total\{op="` + op + `"\} (\d+)$`).FindSubmatch(b)
-		if m == nil {
-			t.Fatalf("no tierlog_hot_fs_ops_total{op=%q} in:\n%s", op, b)
-		}
-		n, _ := strconv.ParseInt(string(m[1]), 10, 64)
-		return n
+		return int64(metric(t, metricsText(t, ts), `tierlog_hot_fs_ops_total{op="`+op+`"}`))
 	}
 	post("/v1/topics", `{"name":"t","partitions":1}`)
 	post("/v1/topics/t/partitions/0/records", `{"records":[{"value":"a"}]}`)
@@ -74,37 +50,9 @@ func TestMetricsHotFSLatency(t *testing.T) {
 			t.Fatal(err)
 		}
 		ts := httptest.NewServer(s.Handler())
-		scrape := func() string {
-			t.Helper()
-			resp, err := ts.Client().Get(ts.URL + "/metrics")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			return string(b)
-		}
-		value := func(text, series string) float64 {
-			t.Helper()
-			m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`).FindStringSubmatch(text)
-			if m == nil {
-				t.Fatalf("%s: no %s in:\n%s", profile, series, text)
-			}
-			v, _ := strconv.ParseFloat(m[1], 64)
-			return v
-		}
-		post := func(path, body string) {
-			t.Helper()
-			resp, err := ts.Client().Post(ts.URL+path, "application/json", strings.NewReader(body))
-			if err != nil {
-				t.Fatal(err)
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode/100 != 2 {
-				t.Fatalf("POST %s: %d", path, resp.StatusCode)
-			}
-		}
+		scrape := func() string { t.Helper(); return metricsText(t, ts) }
+		value := func(text, series string) float64 { t.Helper(); return metric(t, text, series) }
+		post := func(path, body string) { t.Helper(); postOK(t, ts, path, body) }
 		post("/v1/topics", `{"name":"t","partitions":1}`)
 		post("/v1/topics/t/partitions/0/records", `{"records":[{"value":"a"}]}`)
 		before := scrape()
@@ -148,32 +96,14 @@ func TestMetricsAfterAnswer(t *testing.T) {
 		ts := httptest.NewServer(s.Handler())
 		after := func() float64 {
 			t.Helper()
-			resp, err := ts.Client().Get(ts.URL + "/metrics")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			m := regexp.MustCompile(`(?m)^tierlog_after_answer_seconds_total (\S+)$`).FindSubmatch(b)
-			if m == nil {
-				t.Fatalf("no tierlog_after_answer_seconds_total in:\n%s", b)
-			}
-			v, _ := strconv.ParseFloat(string(m[1]), 64)
-			return v
+			return metric(t, metricsText(t, ts), "tierlog_after_answer_seconds_total")
 		}
-		produce := [2]string{"/v1/topics/t/partitions/0/records", `{"records":[{"value":"a"}]}`}
+		produce := `{"records":[{"value":"a"}]}`
 		// A writer alone parks its lease after a few rounds; from then on
 		// its checkpoint follows its answers.
-		for _, p := range [][2]string{{"/v1/topics", `{"name":"t","partitions":1}`}, produce, produce, produce, produce, produce} {
-			resp, err := ts.Client().Post(ts.URL+p[0], "application/json", strings.NewReader(p[1]))
-			if err != nil {
-				t.Fatal(err)
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode/100 != 2 {
-				t.Fatalf("POST %s: %d", p[0], resp.StatusCode)
-			}
+		postOK(t, ts, "/v1/topics", `{"name":"t","partitions":1}`)
+		for range 5 {
+			postOK(t, ts, "/v1/topics/t/partitions/0/records", produce)
 		}
 		if release {
 			testenv.Eventually(t, 10*time.Second, func() error {
@@ -189,5 +119,19 @@ func TestMetricsAfterAnswer(t *testing.T) {
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// postOK posts body to path and fails the test unless it is answered 2xx.
+func postOK(t *testing.T, ts *httptest.Server, path, body string) {
+	t.Helper()
+	resp, err := ts.Client().Post(ts.URL+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("POST %s: %d", path, resp.StatusCode)
 	}
 }

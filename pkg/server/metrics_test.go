@@ -37,15 +37,7 @@ func TestMetricsHTTPAndRuntime(t *testing.T) {
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 	}
-	scrape := func() string {
-		resp, err := ts.Client().Get(ts.URL + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return string(b)
-	}
+	scrape := func() string { return metricsText(t, ts) }
 	scrape() // the first scrape finds the API's request counts
 	do("POST", "/v1/topics", `{"name":"a"}`)
 	do("POST", "/v1/topics", `{"name":"b"}`)

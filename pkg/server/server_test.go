@@ -29,6 +29,18 @@ func metric(t *testing.T, body, name string) float64 {
 	return v
 }
 
+// metricsText is the server's /metrics page.
+func metricsText(t *testing.T, ts *httptest.Server) string {
+	t.Helper()
+	resp, err := ts.Client().Get(ts.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
 // The local backend runs the compactor on rolls and exposes what every
 // layer counted at /metrics.
 func TestLocalServerMetricsAndCompaction(t *testing.T) {
@@ -51,15 +63,7 @@ func TestLocalServerMetricsAndCompaction(t *testing.T) {
 	}
 	ts := httptest.NewServer(s.Handler())
 	defer ts.Close()
-	scrape := func() string {
-		resp, err := ts.Client().Get(ts.URL + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return string(b)
-	}
+	scrape := func() string { return metricsText(t, ts) }
 	// A roll kicks the compactor long before its hourly timer.
 	testenv.Eventually(t, 10*time.Second, func() error {
 		if metric(t, scrape(), "tierlog_segments_finalized_total") == 0 {
