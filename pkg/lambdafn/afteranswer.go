@@ -40,6 +40,9 @@ type afterAnswer struct {
 	id  string
 }
 
+// maxInvocation is the longest a Lambda invocation may run.
+const maxInvocation = 15 * time.Minute
+
 // extensionName names the extension to Lambda (and in its logs).
 const extensionName = "tierlog-after-answer"
 
@@ -99,6 +102,9 @@ func (a *afterAnswer) loop() {
 		// A handler that never runs (an event the runtime could not
 		// decode) is waited for until the invocation's deadline.
 		deadline := time.UnixMilli(ev.DeadlineMs)
+		if ev.DeadlineMs <= 0 { // an event without one: Lambda's longest invocation
+			deadline = time.Now().Add(maxInvocation)
+		}
 		t := time.AfterFunc(time.Until(deadline), func() {
 			a.mu.Lock()
 			a.changed.Broadcast()

@@ -14,6 +14,12 @@ import (
 // API does: register, then one INVOKE event; the next ask for an event is
 // reported on asked and held until the test ends.
 func fakeExtensionsAPI(t *testing.T, requestID string) (addr string, asked chan struct{}) {
+	return fakeExtensionsAPIDeadline(t, requestID, time.Now().Add(time.Minute).UnixMilli())
+}
+
+// fakeExtensionsAPIDeadline is fakeExtensionsAPI with the INVOKE event's
+// deadlineMs (0: none in the event).
+func fakeExtensionsAPIDeadline(t *testing.T, requestID string, deadlineMs int64) (addr string, asked chan struct{}) {
 	asked = make(chan struct{}, 1)
 	done := make(chan struct{})
 	var nexts atomic.Int32
@@ -27,7 +33,7 @@ func fakeExtensionsAPI(t *testing.T, requestID string) (addr string, asked chan 
 			w.Header().Set("Lambda-Extension-Identifier", "ext-1")
 		case r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/2020-01-01/extension/event/next"):
 			if nexts.Add(1) == 1 {
-				fmt.Fprintf(w, `{"eventType":"INVOKE","requestId":%q,"deadlineMs":%d}`, requestID, time.Now().Add(time.Minute).UnixMilli())
+				fmt.Fprintf(w, `{"eventType":"INVOKE","requestId":%q,"deadlineMs":%d}`, requestID, deadlineMs)
 				return
 			}
 			asked <- struct{}{}
@@ -70,9 +76,16 @@ func TestAfterAnswerWaitsForHandlerAndDetachedWork(t *testing.T) {
 	}
 }
 
-// Without the handler's return, the work being done is not enough.
+// Without the handler's return, the work being done is not enough, whether
+// or not the event gives a deadline.
 func TestAfterAnswerWaitsForTheHandler(t *testing.T) {
-	addr, asked := fakeExtensionsAPI(t, "req-2")
+	for _, deadline := range []int64{time.Now().Add(time.Minute).UnixMilli(), 0} {
+		t.Run(fmt.Sprint("deadline=", deadline != 0), func(t *testing.T) { testAfterAnswerWaitsForTheHandler(t, deadline) })
+	}
+}
+
+func testAfterAnswerWaitsForTheHandler(t *testing.T, deadlineMs int64) {
+	addr, asked := fakeExtensionsAPIDeadline(t, "req-2", deadlineMs)
 	a, err := startAfterAnswer(addr, nil)
 	if err != nil {
 		t.Fatal(err)
