@@ -170,7 +170,12 @@ func New(ctx context.Context, name string, opts ...Option) (*Function, error) {
 	}
 	release := true // a frozen container must not sit on a lease
 	cfg.ReleaseEachBatch = &release
-	cfg.Detach = f.detach
+	// Registered during Init, before the runtime asks for its first
+	// invocation (Lambda takes extensions only then).
+	f.startAfterAnswer(o.getenv("AWS_LAMBDA_RUNTIME_API"))
+	if f.after != nil {
+		cfg.Detach = f.after.detach
+	}
 	// The fetch function mounts EFS read-only: it must never write there.
 	cfg.ReadOnly = name == "fetch"
 	if o.notifier != nil && env.CompactorFunction != "" {
@@ -208,7 +213,6 @@ func (f *Function) Server() *server.Server { return f.srv }
 // Start hands handler to the Lambda runtime and never returns. SIGTERM
 // closes the function first.
 func (f *Function) Start(handler any) {
-	f.startAfterAnswer(os.Getenv("AWS_LAMBDA_RUNTIME_API"))
 	lambda.StartWithOptions(handler, lambda.WithEnableSIGTERM(f.shutdown))
 }
 
@@ -227,16 +231,6 @@ func (f *Function) startAfterAnswer(runtimeAPI string) {
 	}
 	f.after = a
 	f.log.Info("after-answer extension registered", "extension", extensionName)
-}
-
-// detach is the server's Detach: on the extension's goroutine when it is
-// registered, else in place.
-func (f *Function) detach(fn func()) {
-	if f.after == nil {
-		fn()
-		return
-	}
-	f.after.detach(fn)
 }
 
 // notifyRolls notifies the compactor of the segments the work after an
