@@ -12,9 +12,9 @@ import (
 )
 
 // afterAnswer runs the work a produce leaves after its answer
-// (partition.Config.Detach: the round's checkpoint, rounds for batches other
-// writers staged, the release) after the function has returned, and keeps
-// the execution environment from freezing until that work is done.
+// (partition.Config.Detach: a lone writer's checkpoint) after the function
+// has returned, and keeps the execution environment from freezing until
+// that work is done (docs/lambda.md, "Lambda rules").
 //
 // It is an internal extension of the Lambda Extensions API, registered for
 // INVOKE events: Lambda freezes the environment only once the runtime has
@@ -32,8 +32,10 @@ type afterAnswer struct {
 	running  int             // detached functions not yet done
 	returned map[string]bool // invocations whose handler returned, until the extension saw them
 	// then runs once an invocation's detached work is done, before the
-	// extension asks for the next event (compactor notifications of the
-	// rolls that work made).
+	// extension asks for the next event: the compactor's notice of any
+	// segment sealed after the handler sent its own (none today: a lone
+	// writer's round seals before its answer), so a roll is never left
+	// for the next invocation to announce.
 	then func()
 
 	api *extensionAPI
@@ -123,10 +125,9 @@ func (a *afterAnswer) loop() {
 	}
 }
 
-// extensionAPI is a client of the Lambda Extensions API
-// (docs.aws.amazon.com/lambda/latest/dg/runtimes-extensions-api.html): the
-// two calls an internal extension makes. aws-lambda-go keeps its own client
-// unexported.
+// extensionAPI is a client of the Lambda Extensions API: the two calls an
+// internal extension makes, register and next. aws-lambda-go keeps its own
+// client unexported.
 type extensionAPI struct {
 	base string
 	hc   *http.Client

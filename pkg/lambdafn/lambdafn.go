@@ -81,8 +81,9 @@ type Function struct {
 	waker    Notifier
 	lastWake atomic.Int64
 
-	// after runs a produce's work after its answer (Start registers it for
-	// the functions that write); nil: that work runs before the answer.
+	// after runs a produce's work after its answer (New registers it for
+	// the functions that write, in Lambda); nil: that work runs before the
+	// answer.
 	after *afterAnswer
 
 	invoked   atomic.Bool // false until the first invocation: cold start
