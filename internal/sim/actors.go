@@ -71,8 +71,13 @@ func (w *World) skew() time.Duration {
 	return w.s.between(-w.maxSkew, w.maxSkew)
 }
 
+// opDetached is where an actor stands between an append that was
+// answered and the work its Log handed to Config.Detach (runTails).
+const opDetached = "detached"
+
 // idle is the yield point between operations; it returns the next command.
 func (w *World) idle(a *Actor) cmd {
+	w.runTails(a)
 	a.inOp = false
 	a.enter(opIdle, "")
 	a.inOp = true
@@ -86,6 +91,22 @@ func (w *World) idle(a *Actor) cmd {
 		return c
 	}
 	return w.randomCmd(a)
+}
+
+// runTails runs what a's Logs handed to Config.Detach, oldest first: the
+// process's other goroutine, after the append that was answered. Each
+// stands behind a yield point, where the scheduler may crash the actor
+// (the work never runs: its process is gone) or freeze it (the work runs
+// when it thaws, after others wrote). The actor is still in its
+// operation: a Lambda container still running its invocation.
+func (w *World) runTails(a *Actor) {
+	for len(w.tails[a]) > 0 {
+		a.enter(opDetached, "")
+		fn := w.tails[a][0]
+		w.tails[a] = w.tails[a][1:]
+		w.res.Detached++
+		fn()
+	}
 }
 
 func (w *World) randomCmd(a *Actor) cmd {
@@ -147,6 +168,9 @@ func (w *World) partCfg(a *Actor, cli *Client, pm *part, owner string, hold bool
 		Checkpoint: w.ckpt, CreateTime: w.createTime, SoloFor: w.soloFor,
 		Parallel: w.inSomeOrder, // an actor does one operation at a time
 	}
+	if w.detach && !hold {
+		cfg.Detach = func(fn func()) { w.tails[a] = append(w.tails[a], fn) }
+	}
 	return cfg
 }
 
@@ -162,6 +186,8 @@ type proc struct {
 func (w *World) newProc(a *Actor, owner string, hold bool) *proc {
 	cli := w.srv.NewClient(a)
 	a.onCrash = cli.crash
+	w.res.DetachedLost += len(w.tails[a]) // a process's goroutines end with it
+	w.tails[a] = nil
 	return &proc{cli: cli, owner: owner, hold: hold, logs: map[int]*partition.Log{}}
 }
 

@@ -37,8 +37,13 @@
 //     to RetryFor (5 s). Each batch goes to a random partition;
 //   - server writers: HoldLease, keep the lease between batches (the local
 //     server, or aws with ReleaseEachBatch=false);
-//   - Lambda writers: acquire and release per batch; a container is
-//     replaced now and then (a new owner, a new NFS client);
+//   - Lambda writers: acquire and release per batch (or park the lease
+//     when alone); a container is replaced now and then (a new owner, a
+//     new NFS client). In half of the seeds (Config.Detach) they run with
+//     partition.Config.Detach: the work a lone round hands to it (the
+//     checkpoint) runs after the append returned, before the actor's next
+//     command, behind the yield point opDetached, where the actor may
+//     crash or freeze (Config.AtDetached; TestSimulateLone);
 //   - zombies: any writer the scheduler pauses inside an operation for
 //     more than the lease TTL, then resumes: its late pwrite, fsync and
 //     commit run against a world that moved on; a quarter of the pauses

@@ -44,6 +44,8 @@ var scenarios = []scenario{
 	{name: "parked-lease-zombie-after-others-wrote", run: parkedZombieAfterOthersWrote},
 	{name: "contended-writers-one-round", run: contendedOneRound},
 	{name: "warm-leader-frozen-after-its-acquire", run: warmLeaderFrozenAfterAcquire},
+	{name: "lone-writer-crashes-after-its-answer", run: loneCrashAfterAnswer},
+	{name: "lone-writer-frozen-after-its-answer", run: loneFrozenAfterAnswer},
 }
 
 func TestScenarios(t *testing.T) {
@@ -667,4 +669,61 @@ func warmAfterOneRound(sc *Script) (w1, w2, r *Actor) {
 	sc.Continue(w1) // leads for both from the checkpoint
 	sc.Continue(w2)
 	return w1, w2, r
+}
+
+// loneCrashAfterAnswer: a container alone (its lease parked) is answered
+// before its round's checkpoint (partition.Config.Detach) and crashes
+// before that checkpoint is written. Readers of other processes must
+// still find the acknowledged records: at once from an offset past the
+// checkpoint (the item), and at the end of the log within the staleness
+// bound. Another container takes the parked lease over at once.
+func loneCrashAfterAnswer(sc *Script) {
+	sc.Checkpoint()
+	sc.Detach()
+	a := sc.Writer("a", false)
+	b := sc.Writer("b", false)
+	r := sc.Reader("r")
+	parkAlone(sc, a)
+	sc.Read(r, 0)
+	sc.Read(r, sc.HW(0)) // at the end of the log: r looks at the item once
+	sc.AppendDetached(a, 2)
+	sc.Crash(a)
+	hw := sc.HW(0)
+	sc.Told(0, 1, hw)
+	sc.ReadFor(r, hw, 1) // past the checkpoint: r looks at the item
+	sc.ReadFor(r, hw-2, 1)
+	takesAtOnce(sc, b, 1)
+	sc.Append(a, 1, 0)
+	sc.Read(r, 0)
+	sc.Check()
+}
+
+// loneFrozenAfterAnswer: a container alone is answered and frozen before
+// its round's checkpoint; another takes the parked lease over at once and
+// writes twice (its slots name newer commits); the thawed container then
+// writes its late checkpoint, naming its old commit (within ckptLate of
+// it), and appends again (its parked lease is gone: fenced, then
+// acquired). No reader may be told of less than it was told before, or
+// told an acknowledged offset is out of range.
+func loneFrozenAfterAnswer(sc *Script) {
+	sc.Checkpoint()
+	sc.Detach()
+	a := sc.Writer("a", false)
+	b := sc.Writer("b", false)
+	r := sc.Reader("r")
+	parkAlone(sc, a)
+	sc.AppendDetached(a, 2)
+	takesAtOnce(sc, b, 2)
+	sc.Append(b, 1, 0)
+	hw := sc.HW(0)
+	sc.Told(0, 1, hw)
+	sc.ReadFor(r, hw, 1)
+	sc.Next(a, opWrite, "checkpoint") // thawed: its late slot
+	sc.Continue(a)
+	sc.ReadFor(r, hw-1, 1)
+	sc.ReadFor(r, hw, 1)
+	sc.Append(a, 1, 0)
+	sc.Append(b, 1, 0)
+	sc.Read(r, 0)
+	sc.Check()
 }

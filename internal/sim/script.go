@@ -30,6 +30,7 @@ func NewScript(segmentBytes int64) *Script {
 	cfg.RetryFor = 0
 	cfg.Objects = ObjFaults{}
 	cfg.Damage = 0
+	cfg.Detach = -1 // a scenario turns it on (Script.Detach)
 	w := NewWorld(cfg)
 	w.script = true
 	return &Script{W: w}
@@ -272,6 +273,24 @@ func (sc *Script) Retries(d, busy time.Duration) {
 // Checkpoint makes writers write the committed checkpoint and readers read
 // it (partition.Config.Checkpoint); call it before adding actors.
 func (sc *Script) Checkpoint() { sc.W.ckpt = true }
+
+// Detach has Lambda writers run with partition.Config.Detach: what
+// follows a lone round's answers runs after the append returned, behind
+// the yield point opDetached (AppendDetached). Before the writers' first
+// append.
+func (sc *Script) Detach() { sc.W.detach = true }
+
+// AppendDetached has a append a batch of n records and runs it until its
+// answer is out and the work it left to Detach is next: a is at
+// opDetached. Fails the scenario when a's round left nothing (its lease
+// was not parked before and after it).
+func (sc *Script) AppendDetached(a *Actor, n int) {
+	ok := sc.W.res.AppendOK
+	sc.Until(a, cmd{kind: cmdAppend, n: n}, opDetached, "")
+	if sc.err == nil && sc.W.res.AppendOK != ok+1 {
+		sc.Failf("%s stands before its detached work, and its append was not acknowledged", a.Name)
+	}
+}
 
 // ReadFor has a read from offset for consumer client (checkClient).
 func (sc *Script) ReadFor(a *Actor, offset int64, client int) {

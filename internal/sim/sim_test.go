@@ -20,6 +20,7 @@ var (
 	flagAll   = flag.Bool("sim.traceall", false, "with -sim.seed: print every event, not the last 200")
 	flagScale = flag.Float64("sim.faults", 1, "multiply every fault rate by this")
 	flagModes = flag.String("sim.modes", "", "weights of plain, keyed, conditional and key-reusing batches, as 4,12,3,1 (empty: the default)")
+	flagLone  = flag.Bool("sim.lone", false, "TestSimulate runs the lone-writer world (TestSimulateLone) for every seed")
 )
 
 // defaultSeeds is what CI runs: at least 2,000 seeds.
@@ -32,6 +33,9 @@ func envInt(name string) int {
 
 func simConfig(seed uint64) Config {
 	cfg := DefaultConfig(seed)
+	if *flagLone {
+		lone(&cfg)
+	}
 	if *flagSteps > 0 {
 		cfg.Steps = *flagSteps
 	} else if n := envInt("SIM_STEPS"); n > 0 {
@@ -61,6 +65,12 @@ func TestSimulate(t *testing.T) {
 		runOne(t, uint64(*flagSeed))
 		return
 	}
+	sweep(t, seeds(), uint64(*flagFirst), simConfig)
+}
+
+// seeds is how many seeds TestSimulate runs: -sim.seeds, $SIM_SEEDS or
+// defaultSeeds.
+func seeds() int {
 	n := *flagSeeds
 	if n == 0 {
 		n = envInt("SIM_SEEDS")
@@ -68,7 +78,35 @@ func TestSimulate(t *testing.T) {
 	if n == 0 {
 		n = defaultSeeds
 	}
-	first := uint64(*flagFirst)
+	return n
+}
+
+// lone makes cfg the lone-writer world: one Lambda container alone on its
+// partitions (with readers, compactors, maybe an admin), so it parks its
+// lease and hands what follows each round's answers to Config.Detach,
+// where the scheduler's crashes and freezes meet it.
+func lone(cfg *Config) {
+	cfg.Solo, cfg.Detach, cfg.Churn = true, 1, -1
+	cfg.AtDetached = 0.2
+}
+
+// TestSimulateLone runs a quarter as many seeds as TestSimulate of the
+// lone-writer world (lone), which TestSimulate gives an eighth of its
+// seeds, half of them without Detach.
+func TestSimulateLone(t *testing.T) {
+	if *flagSeed >= 0 || *flagLone {
+		t.Skip("TestSimulate runs the seeds asked for")
+	}
+	sweep(t, max(1, seeds()/4), uint64(*flagFirst), func(seed uint64) Config {
+		cfg := simConfig(seed)
+		lone(&cfg)
+		return cfg
+	})
+}
+
+// sweep runs n seeds from first, configured by config, on every core,
+// and fails with the trace of the lowest failing seed.
+func sweep(t *testing.T, n int, first uint64, config func(uint64) Config) {
 	workers := runtime.GOMAXPROCS(0)
 	var (
 		next     atomic.Uint64
@@ -76,6 +114,8 @@ func TestSimulate(t *testing.T) {
 		acked    atomic.Int64
 		reads    atomic.Int64
 		kept     atomic.Int64
+		detached atomic.Int64  // Result.Detached
+		lost     atomic.Int64  // Result.DetachedLost
 		slowest  time.Duration // the longest Result.Recovery, and its seed: under mu
 		slowSeed uint64
 		mu       sync.Mutex
@@ -95,11 +135,13 @@ func TestSimulate(t *testing.T) {
 				if seed >= first+uint64(n) {
 					return
 				}
-				res := Run(simConfig(seed))
+				res := Run(config(seed))
 				steps.Add(int64(res.Steps))
 				acked.Add(int64(res.Acked))
 				reads.Add(int64(res.Reads))
 				kept.Add(int64(res.KeptAnswers))
+				detached.Add(int64(res.Detached))
+				lost.Add(int64(res.DetachedLost))
 				mu.Lock()
 				if res.Recovery > slowest {
 					slowest, slowSeed = res.Recovery, seed
@@ -120,12 +162,13 @@ func TestSimulate(t *testing.T) {
 	t.Logf("%d seeds from %d, %d steps in %v: %.0f steps/s, %d records acknowledged (%.1f per seed), %d reads (%d answered with a kept answer), slowest recovery %v (seed %d)",
 		n, first, steps.Load(), el.Round(time.Millisecond), float64(steps.Load())/el.Seconds(), acked.Load(), float64(acked.Load())/float64(n), reads.Load(), kept.Load(), slowest, slowSeed)
 	t.Logf("faults injected: %v", faults)
+	t.Logf("work after a lone writer's answer (partition.Config.Detach): %d ran, %d lost with their process", detached.Load(), lost.Load())
 	if len(failed) > 0 {
 		seed := failed[0]
 		for _, s := range failed {
 			seed = min(seed, s)
 		}
-		report(t, seed)
+		report(t, seed, config)
 	}
 }
 
@@ -148,9 +191,9 @@ func runOne(t *testing.T, seed uint64) {
 
 // report re-runs a failing seed with tracing (the run is deterministic: it
 // must fail the same way) and fails the test with the trace.
-func report(t *testing.T, seed uint64) {
+func report(t *testing.T, seed uint64, config func(uint64) Config) {
 	t.Helper()
-	cfg := simConfig(seed)
+	cfg := config(seed)
 	plain := Run(cfg)
 	cfg.Trace = true
 	res := Run(cfg)
@@ -160,7 +203,11 @@ func report(t *testing.T, seed uint64) {
 	if plain.Violation != nil && (plain.Violation.Step != res.Violation.Step || plain.Violation.Err.Error() != res.Violation.Err.Error()) {
 		t.Errorf("seed %d: traced run differs: %v vs %v (not deterministic)", seed, plain.Violation, res.Violation)
 	}
-	t.Fatalf("%v\n\ntrace (step, virtual time, actor, what):\n%s\nrun again: %s", res.Violation, res.Violation.Trace, rerun(seed))
+	again := rerun(seed)
+	if cfg.Solo && !*flagLone {
+		again += " -sim.lone"
+	}
+	t.Fatalf("%v\n\ntrace (step, virtual time, actor, what):\n%s\nrun again: %s", res.Violation, res.Violation.Trace, again)
 }
 
 func rerun(seed uint64) string {
@@ -173,6 +220,9 @@ func rerun(seed uint64) string {
 	}
 	if *flagModes != "" {
 		s += fmt.Sprintf(" -sim.modes %s", *flagModes)
+	}
+	if *flagLone {
+		s += " -sim.lone"
 	}
 	return s + " -v"
 }

@@ -56,6 +56,15 @@ type Config struct {
 	// OneChurnBroker: churn seeds run one broker besides the admin (while
 	// the bug two stale brokers trigger is open: open_test.go).
 	OneChurnBroker bool
+	// Solo: the world is one Lambda container alone on its partitions,
+	// with readers (otherwise an eighth of the seeds, chosen by the seed).
+	Solo bool
+	// Detach: Lambda writers hand what follows a lone round's answers (its
+	// checkpoint, partition.Config.Detach) to work the actor runs after
+	// the append it answered, behind a yield point where it may crash or
+	// be frozen (0: chosen by the seed, in half of them; -1: never; 1:
+	// always).
+	Detach int
 
 	LeaseTTL     time.Duration
 	SegmentBytes int64 // 0: chosen by the seed
@@ -81,6 +90,10 @@ type Config struct {
 	// still in flight) and thawed by a later invocation.
 	Freeze    float64
 	ClockJump float64 // the clock jumps forward by about a lease TTL
+	// AtDetached: an actor standing between an answered append and the
+	// work it left to Detach (opDetached) is crashed, or paused (a
+	// freeze, at Freeze's share), at this rate per step.
+	AtDetached float64
 	Writeback float64 // background writeback of some client's unsynced pages
 	Deliver   float64 // an in-flight metadata request lands (or is lost)
 	Damage    float64 // bit rot: a byte of a committed segment file flips, or the file loses its tail
@@ -172,6 +185,10 @@ type Result struct {
 	// KeptAnswers counts brokers' reads answered with an answer kept
 	// from an earlier one (broker.FetchAnswer).
 	KeptAnswers int
+	// Detached counts the work Lambda writers' Logs handed to
+	// Config.Detach that ran (runTails); DetachedLost, the work a crash
+	// dropped before it ran.
+	Detached, DetachedLost int
 	// Recovery is how long after the faults stopped the first append
 	// that started after them succeeded (what Liveness bounds).
 	Recovery  time.Duration
@@ -268,7 +285,12 @@ type World struct {
 	lastFirst bool          // a Parallel group runs its last call first, then the others in order (scripts); else in a seeded order
 	// ckpt: writers write the committed checkpoint and readers read it
 	// (partition.Config.Checkpoint), per seed.
-	ckpt     bool
+	ckpt bool
+	// detach: Lambda writers run with partition.Config.Detach (Config.Detach);
+	// tails: what each actor's Logs handed to it, run before its next
+	// command (runTails).
+	detach   bool
+	tails    map[*Actor][]func()
 	readerHW map[string]int64        // reader process and partition -> high watermark it last saw
 	lastAsk  map[*Actor]cmd          // a broker's last read, which it may ask again later
 	clients  map[string]*clientState // consumers (checkClient), by incarnation, partition and number
@@ -359,6 +381,9 @@ func NewWorld(cfg Config) *World {
 	// several writers rarely give; so most seeds park sooner, and some never.
 	// (From the seed, not the source: the other draws stay as they were.)
 	w.soloFor = [...]time.Duration{0, 100 * time.Millisecond, time.Second, -1}[cfg.Seed%4]
+	if cfg.Solo {
+		w.soloFor = [...]time.Duration{100 * time.Millisecond, time.Second}[cfg.Seed%2]
+	}
 	w.ckpt = w.s.rng.IntN(2) == 0
 	w.lastAsk = map[*Actor]cmd{}
 	w.readerHW = map[string]int64{}
@@ -374,6 +399,8 @@ func NewWorld(cfg Config) *World {
 		w.createTime = cfg.TimestampType == "create"
 	}
 	w.headers = cfg.Headers > 0 || cfg.Headers == 0 && kinds.IntN(2) == 0
+	w.detach = cfg.Detach > 0 || cfg.Detach == 0 && rand.New(rand.NewPCG(cfg.Seed, 0xde7ac4)).IntN(2) == 0
+	w.tails = map[*Actor][]func(){}
 	// The harsher environment, also from a generator of its own.
 	env := rand.New(rand.NewPCG(cfg.Seed, 0xe4f1c0de))
 	w.maxSkew = cfg.MaxSkew
@@ -690,7 +717,7 @@ func Run(cfg Config) (res Result) {
 			churn = 1
 		}
 	}
-	solo := servers+lambdas == 0 && churn < 0 && brokers == 0 && cfg.Seed%8 == 1
+	solo := servers+lambdas == 0 && churn < 0 && brokers == 0 && (cfg.Solo || cfg.Seed%8 == 1)
 	if solo {
 		// One Lambda container alone on its partitions, as most are:
 		// it parks its lease (partition/park.go), and its crashes,
@@ -834,6 +861,19 @@ func (w *World) step() error {
 	return w.check(full)
 }
 
+// pause pauses a past the lease TTL, or, at Config.Freeze's share,
+// freezes it for 10-60 TTLs.
+func (w *World) pause(a *Actor) {
+	s, c := w.s, w.cfg
+	a.pausedUntil = s.now + c.LeaseTTL + s.between(0, c.LeaseTTL)
+	if s.chance(c.Freeze) {
+		a.pausedUntil = s.now + s.between(10*c.LeaseTTL, 60*c.LeaseTTL)
+		w.res.Faults["freeze"]++
+	}
+	w.res.Faults["pause"]++
+	s.eventf("PAUSE %s until %.3fs (before %s %s)", a.Name, a.pausedUntil.Seconds(), a.pendOp, short(a.pendName))
+}
+
 func (w *World) decide() {
 	s, c := w.s, w.cfg
 	// Requests past their deadline are lost.
@@ -842,6 +882,20 @@ func (w *World) decide() {
 		if w.net.queue[i].deadline <= s.now {
 			s.eventf("%s", w.net.deliver(i, true))
 			i--
+		}
+	}
+	if !w.quiet && c.AtDetached > 0 {
+		at := w.pick(func(a *Actor) bool { return a.pendOp == opDetached && a.pausedUntil == 0 })
+		if at != nil && s.chance(c.AtDetached) {
+			w.res.Faults["at detached"]++
+			if s.rng.IntN(2) == 0 {
+				w.res.Faults["crash"]++
+				s.eventf("CRASH %s (before %s)", at.Name, opDetached)
+				s.crash(at)
+				return
+			}
+			w.pause(at)
+			return
 		}
 	}
 	if !w.quiet {
@@ -856,13 +910,7 @@ func (w *World) decide() {
 			}
 		case x < c.Crash+c.Pause:
 			if a := w.pick(func(a *Actor) bool { return a.started && a.pausedUntil == 0 && a.inOp && a.Kind != "reader" }); a != nil {
-				a.pausedUntil = s.now + c.LeaseTTL + s.between(0, c.LeaseTTL)
-				if s.chance(c.Freeze) {
-					a.pausedUntil = s.now + s.between(10*c.LeaseTTL, 60*c.LeaseTTL)
-					w.res.Faults["freeze"]++
-				}
-				w.res.Faults["pause"]++
-				s.eventf("PAUSE %s until %.3fs (before %s %s)", a.Name, a.pausedUntil.Seconds(), a.pendOp, short(a.pendName))
+				w.pause(a)
 				return
 			}
 		case x < c.Crash+c.Pause+c.ClockJump:

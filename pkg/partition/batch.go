@@ -118,14 +118,14 @@ func (l *Log) AppendBatch(ctx context.Context, b Batch) (Appended, error) {
 	l.qmu.Unlock()
 	switch {
 	case lead && l.cfg.Detach != nil && l.parkedHint.Load():
-		// A writer alone: answered once its commit applied (Detach).
-		// Where others write, the leader's answer still waits for what
-		// follows its round (the checkpoint, the rounds chained for
-		// staged batches, the release): answered sooner, it comes back
-		// ahead of the writers its next round would take, and they miss
-		// it (docs/benchmarks.md, "The checkpoint after the answer").
-		dctx := context.WithValue(ctx, detachedKey{}, true)
-		l.cfg.Detach(func() { l.lead(dctx) })
+		// A writer alone: answered once its commit applied; what follows
+		// its answers goes to Detach (flush). Where others write, the
+		// leader's answer still waits for what follows its round (the
+		// checkpoint, the rounds chained for staged batches, the
+		// release): answered sooner, it comes back ahead of the writers
+		// its next round would take, and they miss it
+		// (docs/benchmarks.md, "The checkpoint after the answer").
+		l.lead(context.WithValue(ctx, detachKey{}, true))
 	case lead:
 		l.lead(ctx)
 	}

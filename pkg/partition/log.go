@@ -172,13 +172,13 @@ type Config struct {
 	// them in turn.
 	Parallel func(n int, fn func(i int))
 	// Detach, if set, runs fn on a goroutine of its own and returns: fn is
-	// the work of the Append that leads a group commit of a writer alone
-	// (its lease parked: the round, then what follows its answers, the
-	// checkpoint), so that Append returns as soon as its own batch is
-	// answered. Whoever sets it sees fn through before the
-	// process may stop or freeze (Lambda: pkg/lambdafn keeps the container
-	// from freezing until it has). Nil: the leading Append does that work
-	// before it returns.
+	// what follows the answers of a round that a writer alone led (its
+	// lease parked before and after): the checkpoint, then the batches
+	// queued meanwhile, so that the leading Append returns as soon as
+	// its own batch is answered. fn holds wmu from the round on. Whoever
+	// sets it sees fn through before the process may stop or freeze
+	// (Lambda: pkg/lambdafn keeps the container from freezing until it
+	// has). Nil: the leading Append does that work before it returns.
 	Detach func(fn func())
 	// SoloFor is how long after it last saw another writer a Log without
 	// HoldLease does not park its lease (park.go). Default DefaultSoloFor;
@@ -441,7 +441,8 @@ func (l *Log) Append(ctx context.Context, recs []Record) (Appended, error) {
 	return l.AppendBatch(ctx, Batch{Records: recs, Expected: -1})
 }
 
-// lead flushes the queue until it is empty.
+// lead flushes the queue until it is empty, or until a flush hands what
+// follows its answers, and the leading, to Config.Detach.
 func (l *Log) lead(ctx context.Context) {
 	for {
 		l.qmu.Lock()
@@ -458,13 +459,24 @@ func (l *Log) lead(ctx context.Context) {
 			return
 		}
 		l.qmu.Unlock()
-		l.flush(context.WithoutCancel(ctx), batch)
+		if l.flush(context.WithoutCancel(ctx), batch) {
+			return
+		}
 	}
 }
 
-func (l *Log) flush(ctx context.Context, batch []*pending) {
+// flush runs a round for batch under wmu and answers it. With a context
+// from a detaching lead (detachKey) and the lease still parked, it hands
+// the rest (afterAnswers, then leading whatever was queued meanwhile) to
+// Config.Detach, still under wmu, and reports true: its caller has its
+// answer.
+func (l *Log) flush(ctx context.Context, batch []*pending) (detached bool) {
 	l.wmu.Lock()
-	defer l.wmu.Unlock()
+	defer func() {
+		if !detached {
+			l.wmu.Unlock()
+		}
+	}()
 	apps, err := l.write(ctx, batch)
 	if errors.Is(err, errParkedFenced) {
 		// Another writer took the parked lease: nothing of the round was
@@ -476,19 +488,30 @@ func (l *Log) flush(ctx context.Context, batch []*pending) {
 	}
 	if errors.Is(err, errBusy) {
 		l.waitTurn(ctx, batch)
-		return
+		return false
 	}
 	for i, p := range batch {
 		switch {
 		case p.res != nil:
-			p.done <- *p.res
+			finish(p, *p.res)
 		case err != nil:
-			p.done <- result{err: err}
+			finish(p, result{err: err})
 		default:
-			p.done <- result{app: apps[i]}
+			finish(p, result{app: apps[i]})
 		}
 	}
+	if ctx.Value(detachKey{}) != nil && l.holding && l.parked {
+		dctx := context.WithValue(ctx, detachKey{}, nil)
+		dctx = context.WithValue(dctx, detachedKey{}, true)
+		l.cfg.Detach(func() {
+			l.afterAnswers(dctx)
+			l.wmu.Unlock()
+			l.lead(dctx)
+		})
+		return true
+	}
 	l.afterAnswers(ctx)
+	return false
 }
 
 // maxChain bounds the rounds a Lambda-mode leader runs for other writers'
@@ -524,8 +547,12 @@ func (l *Log) afterAnswers(ctx context.Context) {
 	l.parkedHint.Store(l.holding && l.parked)
 }
 
-// detachedKey marks the context of a lead run on Config.Detach's
-// goroutine: what follows its answers is after the leading Append's too.
+// detachKey marks the context of a lead that may hand what follows its
+// first round's answers to Config.Detach (AppendBatch: a writer alone).
+type detachKey struct{}
+
+// detachedKey marks the context of the work Config.Detach runs: what
+// follows its answers is after the leading Append's too.
 type detachedKey struct{}
 
 // runTail runs the tail the last committed round left, if any.
