@@ -94,9 +94,9 @@ type Config struct {
 	// work it left to Detach (opDetached) is crashed, or paused (a
 	// freeze, at Freeze's share), at this rate per step.
 	AtDetached float64
-	Writeback float64 // background writeback of some client's unsynced pages
-	Deliver   float64 // an in-flight metadata request lands (or is lost)
-	Damage    float64 // bit rot: a byte of a committed segment file flips, or the file loses its tail
+	Writeback  float64 // background writeback of some client's unsynced pages
+	Deliver    float64 // an in-flight metadata request lands (or is lost)
+	Damage     float64 // bit rot: a byte of a committed segment file flips, or the file loses its tail
 
 	// FullCheckEvery is how often (steps) the whole log is read back.
 	FullCheckEvery int
