@@ -156,7 +156,7 @@ func (c *Config) Scale(f float64) {
 		&c.Meta.Refuse, &c.Meta.LostAnswer, &c.Meta.Delay, &c.Meta.Duplicate, &c.Meta.ReadFail, &c.Meta.Throttle,
 		&c.FS.SilentWriteback,
 		&c.Objects.PutFail, &c.Objects.PutLostAnswer, &c.Objects.GetFail,
-		&c.Crash, &c.Pause, &c.ClockJump, &c.Writeback, &c.Deliver, &c.Damage,
+		&c.Crash, &c.Pause, &c.AtDetached, &c.ClockJump, &c.Writeback, &c.Deliver, &c.Damage,
 	} {
 		*p = min(*p*f, 0.5)
 	}
