@@ -673,17 +673,12 @@ func warmAfterOneRound(sc *Script) (w1, w2, r *Actor) {
 
 // loneCrashAfterAnswer: a container alone (its lease parked) is answered
 // before its round's checkpoint (partition.Config.Detach) and crashes
-// before that checkpoint is written. Readers of other processes must
-// still find the acknowledged records: at once from an offset past the
-// checkpoint (the item), and at the end of the log within the staleness
-// bound. Another container takes the parked lease over at once.
+// before that checkpoint is written. A reader of another process must
+// still find the acknowledged records at once: from an offset past the
+// checkpoint (it looks at the item), then from below it. Another container
+// takes the parked lease over at once.
 func loneCrashAfterAnswer(sc *Script) {
-	sc.Checkpoint()
-	sc.Detach()
-	a := sc.Writer("a", false)
-	b := sc.Writer("b", false)
-	r := sc.Reader("r")
-	parkAlone(sc, a)
+	a, b, r := loneParked(sc)
 	sc.Read(r, 0)
 	sc.Read(r, sc.HW(0)) // at the end of the log: r looks at the item once
 	sc.AppendDetached(a, 2)
@@ -706,12 +701,7 @@ func loneCrashAfterAnswer(sc *Script) {
 // acquired). No reader may be told of less than it was told before, or
 // told an acknowledged offset is out of range.
 func loneFrozenAfterAnswer(sc *Script) {
-	sc.Checkpoint()
-	sc.Detach()
-	a := sc.Writer("a", false)
-	b := sc.Writer("b", false)
-	r := sc.Reader("r")
-	parkAlone(sc, a)
+	a, b, r := loneParked(sc)
 	sc.AppendDetached(a, 2)
 	takesAtOnce(sc, b, 2)
 	sc.Append(b, 1, 0)
@@ -726,4 +716,16 @@ func loneFrozenAfterAnswer(sc *Script) {
 	sc.Append(b, 1, 0)
 	sc.Read(r, 0)
 	sc.Check()
+}
+
+// loneParked starts the lone-writer scenarios: checkpoints and Detach on,
+// Lambda writers a and b, reader r, and a alone until its lease is parked.
+func loneParked(sc *Script) (a, b, r *Actor) {
+	sc.Checkpoint()
+	sc.Detach()
+	a = sc.Writer("a", false)
+	b = sc.Writer("b", false)
+	r = sc.Reader("r")
+	parkAlone(sc, a)
+	return a, b, r
 }
