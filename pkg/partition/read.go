@@ -511,8 +511,12 @@ func (l *Log) openReader(id segment.ID, limit int64) (*segment.Reader, io.Closer
 	c := l.idx.m[id]
 	l.idx.Unlock()
 	if c == nil || limit-c.limit > indexStale {
+		// Only the entries of committed records (below limit) are kept:
+		// an entry past it may be of a round that failed, whose bytes the
+		// next recovery truncates and the next round writes over with
+		// other records. The time entries pair with these (matchTimes).
 		offs, times := segment.ReadIndexes(l.cfg.FS, l.cfg.Dir, id)
-		fresh := &cachedIndex{limit: limit, offs: offs, times: times}
+		fresh := &cachedIndex{limit: limit, offs: offs.Below(limit), times: times}
 		l.idx.Lock()
 		if l.idx.m == nil || len(l.idx.m) > 4096 {
 			l.idx.m = map[segment.ID]*cachedIndex{}
