@@ -861,6 +861,13 @@ func (w *World) step() error {
 	return w.check(full)
 }
 
+// crash crashes a: its process ends, and it starts again as a new one.
+func (w *World) crash(a *Actor) {
+	w.res.Faults["crash"]++
+	w.s.eventf("CRASH %s (in op: %v, before %s %s)", a.Name, a.inOp, a.pendOp, short(a.pendName))
+	w.s.crash(a)
+}
+
 // pause pauses a past the lease TTL, or, at Config.Freeze's share,
 // freezes it for 10-60 TTLs.
 func (w *World) pause(a *Actor) {
@@ -889,12 +896,10 @@ func (w *World) decide() {
 		if at != nil && s.chance(c.AtDetached) {
 			w.res.Faults["at detached"]++
 			if s.rng.IntN(2) == 0 {
-				w.res.Faults["crash"]++
-				s.eventf("CRASH %s (before %s)", at.Name, opDetached)
-				s.crash(at)
-				return
+				w.crash(at)
+			} else {
+				w.pause(at)
 			}
-			w.pause(at)
 			return
 		}
 	}
@@ -903,9 +908,7 @@ func (w *World) decide() {
 		switch {
 		case x < c.Crash:
 			if a := w.pick(func(a *Actor) bool { return a.started && !a.exited }); a != nil {
-				w.res.Faults["crash"]++
-				s.eventf("CRASH %s (in op: %v, before %s %s)", a.Name, a.inOp, a.pendOp, short(a.pendName))
-				s.crash(a)
+				w.crash(a)
 				return
 			}
 		case x < c.Crash+c.Pause:

@@ -125,7 +125,7 @@ func (l *Log) AppendBatch(ctx context.Context, b Batch) (Appended, error) {
 		// release): answered sooner, it comes back ahead of the writers
 		// its next round would take, and they miss it
 		// (docs/benchmarks.md, "The checkpoint after the answer").
-		l.lead(context.WithValue(ctx, detachKey{}, true))
+		l.lead(context.WithValue(ctx, leadKey{}, mayDetach))
 	case lead:
 		l.lead(ctx)
 	}

@@ -466,14 +466,14 @@ func (l *Log) lead(ctx context.Context) {
 }
 
 // flush runs a round for batch under wmu and answers it. With a context
-// from a detaching lead (detachKey) and the lease still parked, it hands
-// the rest (afterAnswers, then leading whatever was queued meanwhile) to
-// Config.Detach, still under wmu, and reports true: its caller has its
-// answer.
-func (l *Log) flush(ctx context.Context, batch []*pending) (detached bool) {
+// from a lead that may detach (mayDetach) and the lease still parked, it
+// hands the rest (afterAnswers, then leading whatever was queued
+// meanwhile) to Config.Detach, still under wmu, and reports true: its
+// caller has its answer.
+func (l *Log) flush(ctx context.Context, batch []*pending) (handed bool) {
 	l.wmu.Lock()
 	defer func() {
-		if !detached {
+		if !handed {
 			l.wmu.Unlock()
 		}
 	}()
@@ -500,9 +500,8 @@ func (l *Log) flush(ctx context.Context, batch []*pending) (detached bool) {
 			finish(p, result{app: apps[i]})
 		}
 	}
-	if ctx.Value(detachKey{}) != nil && l.holding && l.parked {
-		dctx := context.WithValue(ctx, detachKey{}, nil)
-		dctx = context.WithValue(dctx, detachedKey{}, true)
+	if ctx.Value(leadKey{}) == mayDetach && l.holding && l.parked {
+		dctx := context.WithValue(ctx, leadKey{}, detached)
 		l.cfg.Detach(func() {
 			l.afterAnswers(dctx)
 			l.wmu.Unlock()
@@ -525,7 +524,7 @@ const maxChain = 4
 // Lambda-mode commit kept the lease for, each taking the batches staged
 // since (the last releases the lease).
 func (l *Log) afterAnswers(ctx context.Context) {
-	if ctx.Value(detachedKey{}) != nil {
+	if ctx.Value(leadKey{}) == detached {
 		// After the leading Append's answer too (Detach): Lambda bills it.
 		defer func(start time.Time) { l.cfg.Metrics.ObserveAfterAnswer(time.Since(start)) }(time.Now())
 	}
@@ -547,13 +546,20 @@ func (l *Log) afterAnswers(ctx context.Context) {
 	l.parkedHint.Store(l.holding && l.parked)
 }
 
-// detachKey marks the context of a lead that may hand what follows its
-// first round's answers to Config.Detach (AppendBatch: a writer alone).
-type detachKey struct{}
+// leadKey is the context key of a lead's leadMode.
+type leadKey struct{}
 
-// detachedKey marks the context of the work Config.Detach runs: what
-// follows its answers is after the leading Append's too.
-type detachedKey struct{}
+// leadMode says where a lead stands towards Config.Detach.
+type leadMode uint8
+
+const (
+	// mayDetach: a lead that may hand what follows its first round's
+	// answers to Detach (AppendBatch: a writer alone).
+	mayDetach leadMode = iota + 1
+	// detached: the work Detach runs; what follows its answers is after
+	// the leading Append's too.
+	detached
+)
 
 // runTail runs the tail the last committed round left, if any.
 func (l *Log) runTail() {

@@ -534,8 +534,6 @@ func (s *Server) Start() {
 	}()
 }
 
-// Close stops the compactor, closes the broker (releasing leases, syncing
-// files) and the stores.
 // detachFunc is the broker's Detach (Config.Detach).
 func (s *Server) detachFunc() func(func()) {
 	switch {
@@ -547,6 +545,8 @@ func (s *Server) detachFunc() func(func()) {
 	return nil
 }
 
+// Close stops the compactor, closes the broker (releasing leases, syncing
+// files) and the stores.
 func (s *Server) Close() error {
 	s.EndStreams()
 	s.closeSubscriptions()
