@@ -31,11 +31,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/tierlog/tierlog/internal/hrsleep"
 	"github.com/tierlog/tierlog/internal/testenv"
 	"github.com/tierlog/tierlog/pkg/meta/dynamo"
 	"github.com/tierlog/tierlog/pkg/segment"
-
-	"github.com/tierlog/tierlog/internal/hrsleep"
 )
 
 // ContentionOpts configures `tierlog bench contention`.

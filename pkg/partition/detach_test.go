@@ -53,7 +53,7 @@ func TestDetachedLeaderAnswersBeforeItsCheckpoint(t *testing.T) {
 	e := newEnv(t)
 	gfs := &ckptGateFS{gate: make(chan struct{}), written: make(chan struct{}, 16)}
 	e.fs = nil
-	var detached sync.WaitGroup
+	var handed sync.WaitGroup // Config.Detach's goroutines
 	open := func(owner string, detach bool) *Log {
 		cfg := Config{
 			Dir: e.dir, Key: e.key, Meta: e.store, Owner: owner,
@@ -61,7 +61,7 @@ func TestDetachedLeaderAnswersBeforeItsCheckpoint(t *testing.T) {
 			FS: gfs, Now: e.clock.now, Checkpoint: true,
 		}
 		if detach {
-			cfg.Detach = detached.Go
+			cfg.Detach = handed.Go
 		}
 		l, err := Open(context.Background(), cfg)
 		if err != nil {
@@ -75,7 +75,7 @@ func TestDetachedLeaderAnswersBeforeItsCheckpoint(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	detached.Wait()
+	handed.Wait()
 	if !w.parkedHint.Load() {
 		t.Fatal("three rounds alone: the lease is not parked")
 	}
@@ -102,7 +102,7 @@ func TestDetachedLeaderAnswersBeforeItsCheckpoint(t *testing.T) {
 		t.Fatalf("read of the acknowledged offset before the checkpoint: %d records, %v", len(recs), err)
 	}
 	close(gfs.gate)
-	detached.Wait()
+	handed.Wait()
 	v, ok := r.readCheckpointView(t)
 	if !ok || v.hw != 4 {
 		t.Fatalf("checkpoint after the detached work: %+v, %v; want high watermark 4", v, ok)
@@ -127,11 +127,11 @@ func TestUnparkedLeaderAnswersAfterItsCheckpoint(t *testing.T) {
 	e := newEnv(t)
 	gfs := &ckptGateFS{gate: make(chan struct{}), written: make(chan struct{}, 16)}
 	gfs.armed.Store(true)
-	var detached sync.WaitGroup
+	var handed sync.WaitGroup // Config.Detach's goroutines
 	w, err := Open(context.Background(), Config{
 		Dir: e.dir, Key: e.key, Meta: e.store, Owner: "w",
 		LeaseTTL: 10 * time.Second, SegmentBytes: 4096, IndexIntervalBytes: 100,
-		FS: gfs, Now: e.clock.now, Checkpoint: true, Detach: detached.Go,
+		FS: gfs, Now: e.clock.now, Checkpoint: true, Detach: handed.Go,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -151,5 +151,5 @@ func TestUnparkedLeaderAnswersAfterItsCheckpoint(t *testing.T) {
 	if err := <-appended; err != nil {
 		t.Fatal(err)
 	}
-	detached.Wait()
+	handed.Wait()
 }
