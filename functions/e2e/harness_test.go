@@ -208,12 +208,11 @@ func freeUDPPort(t testing.TB) int {
 // freePort returns a port free on 127.0.0.1 right now.
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := testenv.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // startRIE runs bootstrap under aws-lambda-rie, both of its addresses on

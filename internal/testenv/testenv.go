@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -39,14 +40,65 @@ func RepoRoot() (string, error) {
 	}
 }
 
-// FreePort returns a TCP port that was free on 127.0.0.1 a moment ago.
+// FreePort returns a TCP port that was free on 127.0.0.1 a moment ago,
+// for a server the caller starts next.
+//
+// Where the kernel says which ports it hands out itself (Linux), the port
+// is below that range: there, between this check and the server's bind,
+// no outgoing connection's source port and no listener on port 0 (every
+// other test's) can take it. The ports of one process run on from a
+// random start, so two test processes rarely meet. Elsewhere it is a port
+// the kernel picked.
 func FreePort() (int, error) {
+	freePorts.Lock()
+	defer freePorts.Unlock()
+	if freePorts.end == 0 {
+		freePorts.end = -1
+		if hi := ephemeralStart(); hi > minFreePort+1000 {
+			freePorts.end = hi
+			freePorts.next = minFreePort + rand.IntN(hi-minFreePort)
+		}
+	}
+	for i := 0; freePorts.end > 0 && i < 100; i++ {
+		p := freePorts.next
+		if freePorts.next++; freePorts.next >= freePorts.end {
+			freePorts.next = minFreePort
+		}
+		if l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p))); err == nil {
+			l.Close()
+			return p, nil
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// minFreePort is the lowest port FreePort returns below the kernel's range.
+const minFreePort = 10000
+
+// freePorts is where FreePort goes on: the next port to try, and the
+// start of the kernel's range (end; -1: unknown, 0: not read yet).
+var freePorts struct {
+	sync.Mutex
+	next, end int
+}
+
+// ephemeralStart is the first port of the range the kernel picks source
+// and port-0 ports from, or 0 if it cannot be read.
+func ephemeralStart() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	var lo, hi int
+	if _, err := fmt.Sscan(string(b), &lo, &hi); err != nil {
+		return 0
+	}
+	return lo
 }
 
 // Process is a server process a test started.
